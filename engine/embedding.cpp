@@ -1,0 +1,21 @@
+#include "engine/embedding.h"
+
+namespace ordo {
+
+Embedding::Embedding(TensorView table, float scale,
+                     std::shared_ptr<const AdditivePositions> positions,
+                     std::optional<LayerNormWeights> norm, float norm_eps)
+    : table_(std::move(table)),
+      scale_(scale),
+      positions_(std::move(positions)),
+      norm_(std::move(norm)),
+      norm_eps_(norm_eps) {}
+
+void Embedding::embed(std::span<const int> ids, Index first_step, MatrixRef out) const {
+  ops::gather_rows(table_.matrix(), ids, out);
+  if (scale_ != 1.0f) ops::scale(out, scale_);
+  positions_->add(out, first_step);
+  if (norm_) ops::layer_norm(out, *norm_, norm_eps_, out);
+}
+
+}  // namespace ordo

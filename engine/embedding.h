@@ -1,0 +1,40 @@
+// Token ids -> the first layer's input: look up, scale, add positions, normalize.
+//
+//   x[s] = E[id_s] * scale + PE(offset + first_step + s)      [T, d]
+//   x    = LayerNorm(x)                                        (only with layernorm_embedding)
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "engine/ops.h"
+#include "engine/positions.h"
+#include "engine/tensor.h"
+
+namespace ordo {
+
+class Embedding {
+ public:
+  // table [vocab, d]; scale is sqrt(d) with scale_embedding, else 1.
+  Embedding(TensorView table, float scale, std::shared_ptr<const AdditivePositions> positions,
+            std::optional<LayerNormWeights> norm, float norm_eps);
+
+  // out [ids.size(), d]. An id outside [0, vocab) throws Error.
+  void embed(std::span<const int> ids, Index first_step, MatrixRef out) const;
+
+  Index vocab_size() const { return table_.dim(0); }
+  Index dim() const { return table_.dim(1); }
+  const TensorView& table() const { return table_; }
+  // Longest sequence the positions allow (learned tables are finite).
+  Index max_steps() const { return positions_->max_steps(); }
+
+ private:
+  TensorView table_;
+  float scale_;
+  std::shared_ptr<const AdditivePositions> positions_;
+  std::optional<LayerNormWeights> norm_;
+  float norm_eps_;
+};
+
+}  // namespace ordo

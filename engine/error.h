@@ -1,0 +1,29 @@
+// ordo::Error: the one exception type ordo throws for anything a user can fix.
+//
+// A message says what went wrong, where (a file, a tensor, a config key, a flag) and,
+// when there is one, what to do about it. The CLI prints it as one line on stderr.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ordo {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+
+  // "<where>: <what> (<hint>)". `where` names the file, tensor or key at fault.
+  Error(const std::string& where, const std::string& what, const std::string& hint = "")
+      : std::runtime_error(compose(where, what, hint)) {}
+
+ private:
+  static std::string compose(const std::string& where, const std::string& what,
+                             const std::string& hint) {
+    std::string message = where.empty() ? what : where + ": " + what;
+    if (!hint.empty()) message += " (" + hint + ")";
+    return message;
+  }
+};
+
+}  // namespace ordo

@@ -1,0 +1,69 @@
+// Shape-checked tensor operations: the vocabulary the layers are written in.
+//
+// Every op checks its shapes and throws ordo::Error naming the op and all shapes on a
+// mismatch. In-place use (same view as input and output) is allowed where noted.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "engine/tensor.h"
+
+namespace ordo {
+
+enum class Activation { Relu, Gelu, Silu };
+
+// "relu" | "gelu" | "swish" (Hugging Face's names; "silu" is accepted for swish).
+Activation parse_activation(std::string_view name);  // throws Error naming the value
+std::string_view activation_name(Activation activation);
+
+// A PyTorch Linear: weight [out, in], optional bias [out].
+struct Linear {
+  TensorView weight;
+  TensorView bias;  // empty() when the layer has no bias
+
+  Index in_features() const { return weight.dim(1); }
+  Index out_features() const { return weight.dim(0); }
+};
+
+// A LayerNorm's affine parameters, [d] each.
+struct LayerNormWeights {
+  TensorView weight;
+  TensorView bias;
+};
+
+namespace ops {
+
+// y [T,out] = x [T,in] W^T + b, one cblas_sgemm. Not in place.
+void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y);
+
+// Row-wise (x - mean) / sqrt(var + eps) * weight + bias; biased variance as PyTorch.
+// In place allowed.
+void layer_norm(ConstMatrixRef x, const LayerNormWeights& norm, float eps, MatrixRef y);
+
+// Row-wise softmax, in place, max-subtracted. A row whose entries are all -inf
+// (every key masked) becomes all zeros rather than NaN.
+void softmax_rows(MatrixRef x);
+
+// Row-wise log-softmax, in place, computed as x - max - log(sum(exp(x - max))).
+void log_softmax_rows(MatrixRef x);
+
+// Elementwise, in place: relu max(0,x); gelu x*Phi(x) (the erf form, not tanh);
+// silu x*sigmoid(x).
+void activate(Activation activation, MatrixRef x);
+
+// y += x, same shapes.
+void add(MatrixRef y, ConstMatrixRef x);
+
+// y *= factor.
+void scale(MatrixRef y, float factor);
+
+// Row r of y = row ids[r] of table [V, d]; an id outside [0, V) throws Error naming the
+// id, its position and V.
+void gather_rows(ConstMatrixRef table, std::span<const int> ids, MatrixRef y);
+
+// y += row-broadcast bias [cols].
+void add_row_vector(MatrixRef y, std::span<const float> bias);
+
+}  // namespace ops
+}  // namespace ordo

@@ -1,0 +1,188 @@
+#include "engine/positions.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "engine/error.h"
+
+namespace ordo {
+
+namespace {
+
+std::string shape_of(ConstMatrixRef m) { return to_string(Shape{m.rows(), m.cols()}); }
+std::string str(Index n) { return std::to_string(n); }
+
+// Calls emit(index, value) for every entry of the sinusoidal vector of `position`:
+// sin(p w_i) and cos(p w_i), in double, at the layout's indices.
+template <class Emit>
+void for_each_sinusoid(const std::vector<double>& frequencies, SinusoidalLayout layout,
+                       Index position, Emit&& emit) {
+  const Index half = static_cast<Index>(frequencies.size());
+  const double p = static_cast<double>(position);
+  for (Index i = 0; i < half; ++i) {
+    const double angle = p * frequencies[static_cast<std::size_t>(i)];
+    const double s = std::sin(angle);
+    const double c = std::cos(angle);
+    if (layout == SinusoidalLayout::Interleaved) {
+      emit(2 * i, s);
+      emit(2 * i + 1, c);
+    } else {
+      emit(i, s);
+      emit(half + i, c);
+    }
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Sinusoidal
+
+SinusoidalPositions::SinusoidalPositions(Index dim, SinusoidalLayout layout,
+                                         SinusoidalFrequencies frequencies, Index offset)
+    : dim_(dim), layout_(layout), offset_(offset) {
+  const char* where = "sinusoidal positions";
+  if (dim <= 0 || dim % 2 != 0)
+    throw Error(where, "dimension " + str(dim) + " is not a positive even number",
+                "sin/cos come in pairs; check d_model");
+  if (frequencies == SinusoidalFrequencies::Tensor2Tensor && dim < 4)
+    throw Error(where,
+                "tensor2tensor frequencies exp(-i ln(10000) / (d/2 - 1)) need d >= 4, got d=" +
+                    str(dim),
+                "use vaswani frequencies for so small a dimension");
+  if (offset < 0) throw Error(where, "position offset " + str(offset) + " is negative");
+
+  const Index half = dim / 2;
+  frequencies_.resize(static_cast<std::size_t>(half));
+  for (Index i = 0; i < half; ++i) {
+    const double w = frequencies == SinusoidalFrequencies::Vaswani
+                         ? std::pow(10000.0, -2.0 * static_cast<double>(i) /
+                                                 static_cast<double>(dim))
+                         : std::exp(-static_cast<double>(i) * std::log(10000.0) /
+                                    static_cast<double>(half - 1));
+    frequencies_[static_cast<std::size_t>(i)] = w;
+  }
+}
+
+void SinusoidalPositions::add(MatrixRef embeddings, Index first_step) const {
+  if (embeddings.cols() != dim_)
+    throw Error("sinusoidal positions",
+                "embeddings " + shape_of(embeddings) + " are not " + str(dim_) + " wide",
+                "positions and embeddings must share d_model");
+  // emb[t] [d] += pe(offset + first_step + t) [d], each pe entry rounded to float once.
+  for (Index t = 0; t < embeddings.rows(); ++t) {
+    float* row = embeddings.data() + t * embeddings.stride();
+    for_each_sinusoid(frequencies_, layout_, offset_ + first_step + t,
+                      [row](Index j, double value) { row[j] += static_cast<float>(value); });
+  }
+}
+
+void SinusoidalPositions::encode(Index position, std::span<float> out) const {
+  if (static_cast<Index>(out.size()) != dim_)
+    throw Error("sinusoidal positions",
+                "output has " + str(static_cast<Index>(out.size())) + " entries, expected dim=" +
+                    str(dim_));
+  float* values = out.data();
+  for_each_sinusoid(frequencies_, layout_, position,
+                    [values](Index j, double value) { values[j] = static_cast<float>(value); });
+}
+
+// ---------------------------------------------------------------------------------------
+// Learned
+
+LearnedPositions::LearnedPositions(TensorView table, Index offset)
+    : table_(std::move(table)), offset_(offset) {
+  const char* where = "learned positions";
+  if (table_.empty() || table_.rank() != 2)
+    throw Error(where, "table " + to_string(table_.shape()) +
+                           " is not a matrix [max_position_embeddings + offset, d]");
+  if (offset < 0 || offset >= table_.dim(0))
+    throw Error(where, "position offset " + str(offset) + " leaves no usable row of table " +
+                           to_string(table_.shape()),
+                "check position_offset in config.json");
+}
+
+void LearnedPositions::add(MatrixRef embeddings, Index first_step) const {
+  const char* where = "learned positions";
+  const Index width = table_.dim(1);
+  if (embeddings.cols() != width)
+    throw Error(where,
+                "embeddings " + shape_of(embeddings) + " do not match table " +
+                    to_string(table_.shape()) + ": widths " + str(embeddings.cols()) +
+                    " and " + str(width) + " differ",
+                "positions and embeddings must share d_model");
+  const Index count = embeddings.rows();
+  if (count == 0) return;
+  if (first_step < 0) throw Error(where, "first step " + str(first_step) + " is negative");
+  // Written as a subtraction so that a huge first_step cannot overflow.
+  if (first_step > max_steps() - count) {
+    const Index tokens = first_step + count;
+    throw Error(where,
+                "a sequence of " + str(tokens) + " tokens needs positions up to " +
+                    str(tokens - 1) + ", but this model has max_position_embeddings=" +
+                    str(max_steps()),
+                "shorten the input or use a model with sinusoidal/rope positions");
+  }
+  // emb[t] [d] += table[offset + first_step + t] [d]
+  for (Index t = 0; t < count; ++t) {
+    const float* in = table_.data() + (offset_ + first_step + t) * width;
+    float* out = embeddings.data() + t * embeddings.stride();
+    for (Index j = 0; j < width; ++j) out[j] += in[j];
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Rotary
+
+RotaryEmbedding::RotaryEmbedding(Index head_dim, double theta, RopeLayout layout, Index offset)
+    : head_dim_(head_dim), layout_(layout), offset_(offset) {
+  const char* where = "rotary embedding";
+  if (head_dim <= 0 || head_dim % 2 != 0)
+    throw Error(where, "head_dim " + str(head_dim) + " is not a positive even number",
+                "rope rotates pairs of dimensions");
+  if (!(theta > 0.0) || !std::isfinite(theta))
+    throw Error(where, "theta " + std::to_string(theta) + " is not a positive number",
+                "check rope_theta in config.json (usually 10000)");
+  if (offset < 0) throw Error(where, "position offset " + str(offset) + " is negative");
+
+  const Index half = head_dim / 2;
+  frequencies_.resize(static_cast<std::size_t>(half));
+  for (Index i = 0; i < half; ++i)
+    frequencies_[static_cast<std::size_t>(i)] =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+}
+
+void RotaryEmbedding::rotate(MatrixRef x, Index first_step) const {
+  if (x.cols() % head_dim_ != 0)
+    throw Error("rotary embedding",
+                "input " + shape_of(x) + " has width " + str(x.cols()) +
+                    ", not a multiple of head_dim=" + str(head_dim_),
+                "pass a [T, heads*head_dim] projection");
+  const Index heads = x.cols() / head_dim_;
+  const Index half = head_dim_ / 2;
+  // Pair i is (a, b) = (i*step, i*step + gap): (i, i + dh/2) or (2i, 2i+1).
+  const Index step = layout_ == RopeLayout::Half ? 1 : 2;
+  const Index gap = layout_ == RopeLayout::Half ? half : 1;
+
+  // x[t, h*dh + a], x[t, h*dh + b] -> (a cos - b sin, a sin + b cos), angle p * w_i with
+  // p = offset + first_step + t; every head h the same. cos/sin once per (t, i).
+  for (Index t = 0; t < x.rows(); ++t) {
+    float* row = x.data() + t * x.stride();
+    const double p = static_cast<double>(offset_ + first_step + t);
+    for (Index i = 0; i < half; ++i) {
+      const double angle = p * frequencies_[static_cast<std::size_t>(i)];
+      const double c = std::cos(angle);
+      const double s = std::sin(angle);
+      float* pair = row + i * step;
+      for (Index h = 0; h < heads; ++h, pair += head_dim_) {
+        const double a = pair[0];
+        const double b = pair[gap];
+        pair[0] = static_cast<float>(a * c - b * s);
+        pair[gap] = static_cast<float>(a * s + b * c);
+      }
+    }
+  }
+}
+
+}  // namespace ordo

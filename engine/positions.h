@@ -1,0 +1,96 @@
+// Positional information, in the two places a Transformer can put it.
+//
+// Additive schemes add a vector per position to the token embeddings before the first
+// layer (sinusoidal, learned, or none). Rotary (RoPE) instead rotates q and k inside
+// every self-attention, so that <R_m q, R_n k> depends only on m - n. Later additions
+// that bias the attention scores (ALiBi, T5) get their own interface beside these.
+//
+// Positions are counted in *steps* from the start of a sequence: step s of a sequence
+// has position `offset + s`, where `offset` is the model's position_offset. With a
+// KV cache, the decoder's token at step t is encoded at offset + t.
+#pragma once
+
+#include <limits>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace ordo {
+
+enum class SinusoidalLayout {
+  Interleaved,  // pe[2i] = sin, pe[2i+1] = cos (Vaswani et al.)
+  Split,        // pe[i] = sin, pe[d/2+i] = cos (tensor2tensor, Marian)
+};
+enum class SinusoidalFrequencies {
+  Vaswani,        // w_i = 10000^(-2i/d)
+  Tensor2Tensor,  // w_i = exp(-i ln(10000) / (d/2 - 1))
+};
+enum class RopeLayout {
+  Half,         // rotates pairs (i, i + dh/2): Hugging Face LLaMA's rotate_half
+  Interleaved,  // rotates pairs (2i, 2i+1): the RoFormer paper, GPT-J
+};
+
+// Adds position vectors to embeddings [T, d] for steps first_step .. first_step+T-1.
+class AdditivePositions {
+ public:
+  virtual ~AdditivePositions() = default;
+  virtual void add(MatrixRef embeddings, Index first_step) const = 0;
+  // How many steps a sequence may have; unlimited unless the scheme is a finite table.
+  virtual Index max_steps() const { return std::numeric_limits<Index>::max(); }
+};
+
+// The order-blind ablation: adds nothing.
+class NoPositions final : public AdditivePositions {
+ public:
+  void add(MatrixRef, Index) const override {}
+};
+
+class SinusoidalPositions final : public AdditivePositions {
+ public:
+  // dim must be even (and >= 4 for Tensor2Tensor frequencies); throws Error otherwise.
+  SinusoidalPositions(Index dim, SinusoidalLayout layout, SinusoidalFrequencies frequencies,
+                      Index offset);
+  void add(MatrixRef embeddings, Index first_step) const override;
+  // The position vector of absolute position `position` (any position >= 0), written
+  // into out [dim]. Computed in double, rounded once.
+  void encode(Index position, std::span<float> out) const;
+
+ private:
+  Index dim_;
+  SinusoidalLayout layout_;
+  Index offset_;
+  std::vector<double> frequencies_;  // [dim/2]
+};
+
+class LearnedPositions final : public AdditivePositions {
+ public:
+  // table [max_positions + offset, d]; step s uses row offset + s.
+  LearnedPositions(TensorView table, Index offset);
+  // Throws Error when the sequence needs a row past the table ("... longer than
+  // max_position_embeddings=N"), never wraps or reads out of bounds.
+  void add(MatrixRef embeddings, Index first_step) const override;
+  Index max_steps() const override { return table_.dim(0) - offset_; }
+
+ private:
+  TensorView table_;
+  Index offset_;
+};
+
+class RotaryEmbedding {
+ public:
+  // head_dim must be even; theta > 0. Throws Error otherwise.
+  RotaryEmbedding(Index head_dim, double theta, RopeLayout layout, Index offset);
+  // Rotates each head of x [T, heads*head_dim] (a q or k projection) in place; row t
+  // is at step first_step + t.
+  void rotate(MatrixRef x, Index first_step) const;
+
+ private:
+  Index head_dim_;
+  RopeLayout layout_;
+  Index offset_;
+  std::vector<double> frequencies_;  // [head_dim/2]: theta^(-2i/head_dim)
+};
+
+}  // namespace ordo

@@ -1,0 +1,63 @@
+// config.json -> ModelConfig: every key of the model directory format, with defaults.
+//
+// A missing required key, a value of the wrong JSON type, an unknown enum value or an
+// inconsistent combination (d_model not divisible by heads, ...) throws ordo::Error
+// naming the file and the key.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/ops.h"
+#include "engine/positions.h"
+
+namespace ordo {
+
+enum class PositionEncoding { Sinusoidal, Learned, Rope, None };
+
+std::string_view position_encoding_name(PositionEncoding encoding);
+
+struct ModelConfig {
+  std::string model_type = "ordo";
+  Index vocab_size = 0;          // required
+  Index decoder_vocab_size = 0;  // defaults to vocab_size
+  Index d_model = 0;             // required
+  Index encoder_layers = 0;      // required
+  Index decoder_layers = 0;      // required
+  Index encoder_attention_heads = 0;  // required
+  Index decoder_attention_heads = 0;  // required
+  Index encoder_ffn_dim = 0;          // required
+  Index decoder_ffn_dim = 0;          // required
+  Activation activation_function = Activation::Relu;
+  bool normalize_before = false;     // false: post-norm (Vaswani); true: pre-norm
+  bool scale_embedding = false;      // embeddings * sqrt(d_model) before positions
+  bool layernorm_embedding = false;  // a LayerNorm right after positions (BART)
+  Index max_position_embeddings = 0; // required
+  PositionEncoding position_encoding = PositionEncoding::Sinusoidal;
+  SinusoidalLayout sinusoidal_layout = SinusoidalLayout::Interleaved;
+  SinusoidalFrequencies sinusoidal_frequencies = SinusoidalFrequencies::Vaswani;
+  Index position_offset = 0;
+  double rope_theta = 10000.0;
+  RopeLayout rope_layout = RopeLayout::Half;
+  bool share_encoder_decoder_embeddings = true;
+  bool tie_word_embeddings = true;
+  double layer_norm_eps = 1e-5;
+  int pad_token_id = 0;              // required
+  std::optional<int> bos_token_id;   // optional: ordo never needs it
+  int eos_token_id = 0;              // required
+  int decoder_start_token_id = 0;    // required
+
+  Index encoder_head_dim() const { return d_model / encoder_attention_heads; }
+  Index decoder_head_dim() const { return d_model / decoder_attention_heads; }
+
+  // Parses and validates. `source` names the file in error messages.
+  static ModelConfig from_json(const nlohmann::json& json, const std::string& source);
+  static ModelConfig load(const std::filesystem::path& path);
+  // Every key, defaults filled in (what `ordo inspect` prints).
+  nlohmann::json to_json() const;
+};
+
+}  // namespace ordo

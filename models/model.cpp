@@ -1,0 +1,98 @@
+#include "models/model.h"
+
+#include <iostream>
+
+#include "engine/error.h"
+#include "models/build_transformer.h"
+
+namespace ordo {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::shared_ptr<const Tokenizer> load_tokenizer(const fs::path& path, Index model_vocab,
+                                                const char* vocab_key) {
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::load(path));
+  if (tokenizer->vocab_size() > model_vocab)
+    throw Error(path.string(), "has " + std::to_string(tokenizer->vocab_size()) +
+                                   " pieces, more than the model's " + vocab_key + "=" +
+                                   std::to_string(model_vocab),
+                "the tokenizer belongs to another model");
+  return tokenizer;
+}
+
+}  // namespace
+
+void Model::print_warning(const std::string& message) {
+  std::cerr << "ordo: warning: " << message << '\n';
+}
+
+std::shared_ptr<const Model> Model::load(const fs::path& directory, const WarningHandler& warn) {
+  if (!fs::is_directory(directory))
+    throw Error(directory.string(), "is not a model directory",
+                "a model directory holds config.json and model.safetensors");
+  std::shared_ptr<Model> model(new Model());  // private constructor: make_shared can't reach it
+  model->directory_ = directory;
+  model->config_ = ModelConfig::load(directory / "config.json");
+  model->weights_ = std::make_unique<const WeightStore>(
+      WeightStore::load(directory / "model.safetensors", model->config_));
+  for (const std::string& name : model->weights_->unused())
+    if (warn)
+      warn((directory / "model.safetensors").string() + ": tensor '" + name +
+           "' is not used by this config (ignored)");
+  model->transformer_ = std::make_unique<const Transformer>(
+      build_transformer(model->config_, *model->weights_));
+
+  const ModelConfig& config = model->config_;
+  if (fs::exists(directory / "tokenizer.model")) {
+    model->source_tokenizer_ = load_tokenizer(directory / "tokenizer.model",
+                                              std::min(config.vocab_size, config.decoder_vocab_size),
+                                              "vocab_size");
+    model->target_tokenizer_ = model->source_tokenizer_;
+  } else if (fs::exists(directory / "source.model") || fs::exists(directory / "target.model")) {
+    model->source_tokenizer_ = load_tokenizer(directory / "source.model", config.vocab_size, "vocab_size");
+    model->target_tokenizer_ =
+        load_tokenizer(directory / "target.model", config.decoder_vocab_size, "decoder_vocab_size");
+  }
+  return model;
+}
+
+const Tokenizer& Model::require(const std::shared_ptr<const Tokenizer>& tokenizer) const {
+  if (!tokenizer)
+    throw Error(directory_.string(), "has no tokenizer (tokenizer.model, or source.model + target.model)",
+                "pass token ids instead (--source-ids, --target-ids)");
+  return *tokenizer;
+}
+
+std::vector<int> Model::tokenize_source(std::string_view text) const {
+  std::vector<int> ids = require(source_tokenizer_).encode(text);
+  ids.push_back(config_.eos_token_id);
+  return ids;
+}
+
+std::vector<int> Model::tokenize_target(std::string_view text) const {
+  std::vector<int> ids = require(target_tokenizer_).encode(text);
+  ids.push_back(config_.eos_token_id);
+  return ids;
+}
+
+std::string Model::detokenize_target(std::span<const int> ids) const {
+  std::vector<int> text_ids;
+  for (int id : ids) {
+    if (id == config_.eos_token_id) break;
+    if (id == config_.pad_token_id || id == config_.decoder_start_token_id) continue;
+    text_ids.push_back(id);
+  }
+  return require(target_tokenizer_).decode(text_ids);
+}
+
+std::vector<std::string> Model::source_pieces(std::span<const int> ids) const {
+  return require(source_tokenizer_).pieces(ids);
+}
+
+std::vector<std::string> Model::target_pieces(std::span<const int> ids) const {
+  return require(target_tokenizer_).pieces(ids);
+}
+
+}  // namespace ordo

@@ -1,0 +1,432 @@
+#include "models/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+
+namespace ordo {
+
+// safetensors stores little-endian values; ordo reads them in place.
+static_assert(std::endian::native == std::endian::little, "ordo assumes a little-endian host");
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // as huggingface/safetensors
+
+struct DTypeName {
+  std::string_view name;
+  DType dtype;
+  std::size_t size;
+};
+constexpr DTypeName kDTypes[] = {
+    {"F32", DType::F32, 4},  {"F16", DType::F16, 2}, {"BF16", DType::BF16, 2},
+    {"F64", DType::F64, 8},  {"I64", DType::I64, 8}, {"I32", DType::I32, 4},
+    {"I16", DType::I16, 2},  {"I8", DType::I8, 1},   {"U8", DType::U8, 1},
+    {"BOOL", DType::Bool, 1},
+};
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (const auto& entry : kDTypes)
+    if (entry.name == name) return entry.dtype;
+  return std::nullopt;
+}
+
+std::string supported_dtypes() {
+  std::string text;
+  for (const auto& entry : kDTypes) {
+    if (!text.empty()) text += ", ";
+    text += entry.name;
+  }
+  return text;
+}
+
+std::string system_error() { return std::strerror(errno); }
+
+std::string tensor_where(const std::filesystem::path& path, const std::string& name) {
+  return path.string() + ": tensor '" + name + "'";
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; drop that.
+std::string strip_json_prefix(const std::string& message) {
+  if (message.rfind("[json.exception.", 0) == 0) {
+    auto end = message.find("] ");
+    if (end != std::string::npos) return message.substr(end + 2);
+  }
+  return message;
+}
+
+// Parses the header, remembering the first key that repeats inside one object
+// (nlohmann would otherwise silently keep the last value).
+json parse_header(const std::filesystem::path& path, std::string_view text) {
+  struct Open {
+    std::set<std::string> keys;
+    std::string name;  // the key this object is the value of; "" at the top level
+  };
+  std::vector<Open> open;
+  std::string last_key;
+  std::optional<std::string> duplicate;
+  std::string duplicate_in;
+  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        open.push_back({{}, open.empty() ? std::string() : last_key});
+        break;
+      case json::parse_event_t::object_end:
+        if (!open.empty()) open.pop_back();
+        break;
+      case json::parse_event_t::key:
+        last_key = parsed.get<std::string>();
+        if (!open.empty() && !open.back().keys.insert(last_key).second && !duplicate) {
+          duplicate = last_key;
+          duplicate_in = open.back().name;
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(text.begin(), text.end(), on_event);
+  } catch (const json::parse_error& e) {
+    throw Error(path.string(), "header is not valid JSON: " + strip_json_prefix(e.what()),
+                "not a safetensors file, or a corrupted one?");
+  }
+  if (duplicate) {
+    if (duplicate_in.empty())
+      throw Error(tensor_where(path, *duplicate), "appears twice in the header");
+    throw Error(path.string() + ": header entry '" + duplicate_in + "'",
+                "key '" + *duplicate + "' appears twice");
+  }
+  return header;
+}
+
+// A JSON integer as uint64/int64, or nullopt when it is not an integer (or does not fit).
+std::optional<std::int64_t> as_int64(const json& value) {
+  if (value.is_number_unsigned()) {
+    auto u = value.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return std::nullopt;
+    return static_cast<std::int64_t>(u);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  return std::nullopt;
+}
+
+// One header entry, checked on its own (the tiling is checked across entries later).
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::uint64_t begin;
+  std::uint64_t end;
+};
+
+Entry parse_entry(const std::filesystem::path& path, const std::string& name, const json& value) {
+  const std::string where = tensor_where(path, name);
+  if (!value.is_object())
+    throw Error(where, "header entry is " + std::string(value.type_name()) + ", not an object",
+                "each tensor needs {\"dtype\", \"shape\", \"data_offsets\"}");
+  const auto field = [&](const char* key) -> const json& {
+    auto it = value.find(key);
+    if (it == value.end()) throw Error(where, std::string("missing '") + key + "'");
+    return *it;
+  };
+
+  Entry entry{name, DType::F32, {}, 0, 0};
+  const json& dtype = field("dtype");
+  if (!dtype.is_string())
+    throw Error(where, "'dtype' is " + std::string(dtype.type_name()) + ", expected a string");
+  const auto parsed = parse_dtype(dtype.get<std::string>());
+  if (!parsed)
+    throw Error(where, "unknown dtype " + dtype.dump(), "supported: " + supported_dtypes());
+  entry.dtype = *parsed;
+
+  const json& shape = field("shape");
+  if (!shape.is_array()) throw Error(where, "'shape' is " + shape.dump() + ", expected an array");
+  for (const json& dim : shape) {
+    const auto d = as_int64(dim);
+    if (!d) throw Error(where, "'shape' " + shape.dump() + " holds a non-integer dimension");
+    if (*d < 0) throw Error(where, "'shape' " + shape.dump() + " has a negative dimension");
+    entry.shape.push_back(*d);
+  }
+
+  const json& offsets = field("data_offsets");
+  const auto begin = offsets.is_array() && offsets.size() == 2 ? as_int64(offsets[0]) : std::nullopt;
+  const auto end = offsets.is_array() && offsets.size() == 2 ? as_int64(offsets[1]) : std::nullopt;
+  if (!begin || !end || *begin < 0 || *end < 0)
+    throw Error(where, "'data_offsets' is " + offsets.dump() + ", expected [begin, end]");
+  entry.begin = static_cast<std::uint64_t>(*begin);
+  entry.end = static_cast<std::uint64_t>(*end);
+
+  std::uint64_t bytes = dtype_size(entry.dtype);
+  for (Index d : entry.shape) {
+    if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes))
+      throw Error(where, "shape " + to_string(entry.shape) + " of " +
+                             std::string(dtype_name(entry.dtype)) + " overflows 64 bits");
+  }
+  if (entry.begin > entry.end)
+    throw Error(where, "data_offsets " + offsets.dump() + " begin after they end");
+  if (entry.end - entry.begin != bytes)
+    throw Error(where, "data_offsets " + offsets.dump() + " span " +
+                           std::to_string(entry.end - entry.begin) + " bytes, but shape " +
+                           to_string(entry.shape) + " of " + std::string(dtype_name(entry.dtype)) +
+                           " needs " + std::to_string(bytes));
+  return entry;
+}
+
+// IEEE binary16 -> binary32, exact (every half is a float).
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1fu;
+  std::uint32_t mantissa = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exponent == 0x1f) {  // inf, or NaN with its payload kept
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {  // normal: rebias 15 -> 127
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {  // +-0
+    bits = sign;
+  } else {  // subnormal m * 2^-24: normalize until the implicit bit (0x400) is set
+    int shift = 0;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    bits = sign | (static_cast<std::uint32_t>(113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+float bfloat16_to_float(std::uint16_t b) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
+
+}  // namespace
+
+std::string_view dtype_name(DType dtype) {
+  for (const auto& entry : kDTypes)
+    if (entry.dtype == dtype) return entry.name;
+  return "?";
+}
+
+std::size_t dtype_size(DType dtype) {
+  for (const auto& entry : kDTypes)
+    if (entry.dtype == dtype) return entry.size;
+  return 0;
+}
+
+// The whole file, mapped read-only. If another process truncates the file while it is
+// mapped, reads past the new end raise SIGBUS: nothing a reader can check for.
+struct SafetensorsFile::Mapping {
+  int fd = -1;
+  void* address = MAP_FAILED;
+  std::size_t size = 0;
+
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (address != MAP_FAILED) munmap(address, size);
+    if (fd >= 0) close(fd);
+  }
+  const std::byte* bytes() const { return static_cast<const std::byte*>(address); }
+};
+
+SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  auto mapping = std::make_shared<Mapping>();
+  mapping->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (mapping->fd < 0) throw Error(file, "cannot open: " + system_error());
+  struct stat status {};
+  if (fstat(mapping->fd, &status) != 0) throw Error(file, "cannot stat: " + system_error());
+  if (!S_ISREG(status.st_mode)) throw Error(file, "not a regular file");
+  const auto file_size = static_cast<std::uint64_t>(status.st_size);
+  if (file_size < 8)
+    throw Error(file,
+                "file is " + std::to_string(file_size) +
+                    " bytes, shorter than the 8-byte header length",
+                "not a safetensors file, or a truncated one?");
+  mapping->size = static_cast<std::size_t>(file_size);
+  mapping->address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, mapping->fd, 0);
+  if (mapping->address == MAP_FAILED) throw Error(file, "cannot mmap: " + system_error());
+  const std::byte* base = mapping->bytes();
+
+  std::uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i)
+    header_size = (header_size << 8) | static_cast<std::uint64_t>(base[i]);
+  if (header_size > kMaxHeaderBytes)
+    throw Error(file,
+                "header length " + std::to_string(header_size) + " exceeds the limit of " +
+                    std::to_string(kMaxHeaderBytes) + " bytes",
+                "not a safetensors file?");
+  if (8 + header_size > file_size)
+    throw Error(file,
+                "header length " + std::to_string(header_size) + " runs past the end of the " +
+                    std::to_string(file_size) + "-byte file",
+                "truncated file?");
+  const std::string_view header_text(reinterpret_cast<const char*>(base + 8),
+                                     static_cast<std::size_t>(header_size));
+  if (header_text.empty() || header_text.front() != '{')
+    throw Error(file, "header does not start with '{'", "not a safetensors file?");
+  const json header = parse_header(path, header_text);
+  if (!header.is_object())  // unreachable after the '{' check, kept as a guard
+    throw Error(file, "header is not a JSON object");
+
+  SafetensorsFile result;
+  result.path_ = path;
+  std::vector<Entry> entries;
+  for (const auto& [name, value] : header.items()) {
+    if (name == "__metadata__") {
+      if (!value.is_object())
+        throw Error(file + ": '__metadata__'",
+                    "is " + std::string(value.type_name()) + ", expected an object of strings");
+      for (const auto& [key, text] : value.items()) {
+        if (!text.is_string())
+          throw Error(file + ": '__metadata__' key '" + key + "'",
+                      "value " + text.dump() + " is " + text.type_name() + ", expected a string");
+        result.metadata_[key] = text.get<std::string>();
+      }
+      continue;
+    }
+    entries.push_back(parse_entry(path, name, value));
+  }
+
+  // Sorted by offset, the entries must tile [0, data_size) exactly.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+  const std::uint64_t data_start = 8 + header_size;
+  const std::uint64_t data_size = file_size - data_start;
+  std::uint64_t covered = 0;  // end of the previous tensor
+  const Entry* previous = nullptr;
+  for (const Entry& entry : entries) {
+    const std::string range =
+        "[" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + ")";
+    if (entry.begin < covered)
+      throw Error(tensor_where(path, entry.name),
+                  "data " + range + " overlaps tensor '" + previous->name + "', which ends at " +
+                      std::to_string(covered));
+    if (entry.begin > covered)
+      throw Error(tensor_where(path, entry.name),
+                  "gap of " + std::to_string(entry.begin - covered) + " bytes before its data " +
+                      range +
+                      (previous ? ", after tensor '" + previous->name + "' ending at " +
+                                      std::to_string(covered)
+                                : std::string(", at the start of the data")));
+    if (entry.end > data_size)
+      throw Error(tensor_where(path, entry.name),
+                  "data " + range + " runs past the " + std::to_string(data_size) +
+                      " data bytes (file is " + std::to_string(file_size) + " bytes, needs " +
+                      std::to_string(data_start + entry.end) + ")",
+                  "truncated file?");
+    covered = entry.end;
+    previous = &entry;
+  }
+  if (covered != data_size)
+    throw Error(file,
+                std::to_string(data_size - covered) + " bytes of data after " +
+                    (previous ? "the last tensor '" + previous->name + "'" : "an empty header") +
+                    " (file is " + std::to_string(file_size) + " bytes, tensors end at " +
+                    std::to_string(data_start + covered) + ")",
+                "trailing bytes: corrupted or wrongly concatenated file?");
+
+  const std::byte* data = base + data_start;
+  result.tensors_.reserve(entries.size());
+  for (Entry& entry : entries)
+    result.tensors_.push_back(
+        {std::move(entry.name), entry.dtype, std::move(entry.shape),
+         {data + entry.begin, static_cast<std::size_t>(entry.end - entry.begin)}});
+  result.mapping_ = std::move(mapping);
+  return result;
+}
+
+const TensorInfo* SafetensorsFile::find(const std::string& name) const {
+  for (const TensorInfo& info : tensors_)
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+TensorView SafetensorsFile::as_float32(const TensorInfo& info, std::vector<float>& storage) const {
+  const std::size_t count = static_cast<std::size_t>(element_count(info.shape));
+  const std::byte* bytes = info.bytes.data();
+  switch (info.dtype) {
+    case DType::F32: {
+      if (reinterpret_cast<std::uintptr_t>(bytes) % alignof(float) == 0)
+        return TensorView(reinterpret_cast<const float*>(bytes), info.shape);
+      storage.resize(count);  // misaligned: the header length is not a multiple of 4
+      if (count > 0) std::memcpy(storage.data(), bytes, count * sizeof(float));
+      return TensorView(storage.data(), info.shape);
+    }
+    case DType::F16:
+    case DType::BF16: {
+      storage.resize(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint16_t value;
+        std::memcpy(&value, bytes + 2 * i, sizeof value);
+        storage[i] = info.dtype == DType::F16 ? half_to_float(value) : bfloat16_to_float(value);
+      }
+      return TensorView(storage.data(), info.shape);
+    }
+    default:
+      throw Error(tensor_where(path_, info.name),
+                  "dtype " + std::string(dtype_name(info.dtype)) + " cannot be read as float32",
+                  "ordo reads F32, F16 and BF16 weights");
+  }
+}
+
+void write_safetensors_f32(const std::filesystem::path& path,
+                           const std::vector<NamedTensor>& tensors) {
+  const std::string file = path.string();
+  json header = json::object();
+  std::uint64_t offset = 0;
+  for (const NamedTensor& tensor : tensors) {
+    const std::string where = file + ": tensor '" + tensor.name + "'";
+    if (tensor.name == "__metadata__") throw Error(where, "the name is reserved");
+    if (header.contains(tensor.name)) throw Error(where, "written twice");
+    for (Index d : tensor.shape)
+      if (d < 0) throw Error(where, "shape " + to_string(tensor.shape) + " has a negative dimension");
+    if (static_cast<std::size_t>(element_count(tensor.shape)) != tensor.values.size())
+      throw Error(where, "shape " + to_string(tensor.shape) + " needs " +
+                             std::to_string(element_count(tensor.shape)) + " values, got " +
+                             std::to_string(tensor.values.size()));
+    const std::uint64_t bytes = tensor.values.size() * sizeof(float);
+    header[tensor.name] = {{"dtype", "F32"}, {"shape", tensor.shape},
+                           {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // 8 + N multiple of 8: F32 data aligned
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(file, "cannot open for writing: " + system_error());
+  char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  out.write(length, sizeof length);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const NamedTensor& tensor : tensors)
+    out.write(reinterpret_cast<const char*>(tensor.values.data()),
+              static_cast<std::streamsize>(tensor.values.size() * sizeof(float)));
+  out.close();
+  if (!out) throw Error(file, "write failed: " + system_error(), "disk full?");
+}
+
+}  // namespace ordo

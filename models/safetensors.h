@@ -1,0 +1,73 @@
+// A memory-mapped, fully validated safetensors file.
+//
+// Layout: u64 little-endian header length N, N bytes of JSON header
+// {"name": {"dtype": "F32"|"F16"|"BF16"|..., "shape": [...], "data_offsets": [b, e]},
+//  "__metadata__": {str: str}?}, then the data. Offsets are relative to the first byte
+// after the header.
+//
+// open() checks the whole file before anything trusts a byte: N <= 100 MB and within
+// the file; the header is a JSON object; each entry has a known dtype, a non-negative
+// shape and offsets with e - b == numel * dtype size (overflow-checked); entries, sorted
+// by offset, tile the data exactly (no gap, no overlap) and end at the end of the file.
+// Every failure throws ordo::Error naming the file, the tensor and the numbers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace ordo {
+
+enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, Bool };
+
+std::string_view dtype_name(DType dtype);
+std::size_t dtype_size(DType dtype);
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::span<const std::byte> bytes;  // into the mapping
+};
+
+class SafetensorsFile {
+ public:
+  static SafetensorsFile open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return path_; }
+  // In file order (by offset).
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find(const std::string& name) const;  // nullptr when absent
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  // The tensor as float32: a view into the mapping for F32 (no copy; the mapping is
+  // 8-byte-aligned only when the header length allows it, so unaligned F32 data is
+  // copied too), otherwise converted (F16, BF16) into `storage`, which must outlive the
+  // view. Other dtypes throw Error naming the tensor.
+  TensorView as_float32(const TensorInfo& info, std::vector<float>& storage) const;
+
+ private:
+  struct Mapping;
+  std::filesystem::path path_;
+  std::shared_ptr<const Mapping> mapping_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Writing is for tests and tools (ordo itself only reads): a valid file of F32 tensors.
+struct NamedTensor {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;
+};
+void write_safetensors_f32(const std::filesystem::path& path,
+                           const std::vector<NamedTensor>& tensors);
+
+}  // namespace ordo

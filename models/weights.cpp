@@ -1,0 +1,48 @@
+#include "models/weights.h"
+
+#include <set>
+
+#include "engine/error.h"
+
+namespace ordo {
+
+WeightStore WeightStore::load(const std::filesystem::path& path, const ModelConfig& config) {
+  WeightStore store;
+  store.file_ = SafetensorsFile::open(path);
+  const std::string where = path.string();
+
+  std::set<std::string> expected;
+  for (const TensorSpec& spec : expected_tensors(config)) {
+    expected.insert(spec.name);
+    const TensorInfo* info = store.file_.find(spec.name);
+    if (info == nullptr) {
+      if (spec.required)
+        throw Error(where, "missing tensor '" + spec.name + "' of shape " + spec.shape_meaning,
+                    "the file does not match config.json, or was written by another tool");
+      store.bound_[spec.name] = TensorView();
+      continue;
+    }
+    if (info->shape != spec.shape)
+      throw Error(where, "tensor '" + spec.name + "' has shape " + to_string(info->shape) +
+                             ", expected " + spec.shape_meaning,
+                  "is config.json from another checkpoint?");
+    store.converted_.emplace_back();
+    TensorView view = store.file_.as_float32(*info, store.converted_.back());
+    if (store.converted_.back().empty()) store.converted_.pop_back();
+    store.parameter_count_ += view.size();
+    store.bound_[spec.name] = std::move(view);
+  }
+  for (const TensorInfo& info : store.file_.tensors())
+    if (!expected.contains(info.name)) store.unused_.push_back(info.name);
+  return store;
+}
+
+TensorView WeightStore::get(const std::string& name) const {
+  const auto found = bound_.find(name);
+  if (found == bound_.end())
+    throw Error("weights", "no tensor '" + name + "' in the name table for this config",
+                "a bug in ordo's weight binding; please report it");
+  return found->second;
+}
+
+}  // namespace ordo

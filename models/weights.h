@@ -1,0 +1,47 @@
+// The weights of one model: a safetensors file checked against the name table.
+//
+// load() verifies, before anything is bound, that every required tensor is present
+// with the expected shape and a float dtype, and converts F16/BF16 to float32 (F32 stays
+// memory-mapped, uncopied). Tensors the file has and the config does not use are kept
+// in unused() so that callers can report them; they are never silently dropped.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "models/safetensors.h"
+#include "models/tensor_names.h"
+
+namespace ordo {
+
+class WeightStore {
+ public:
+  static WeightStore load(const std::filesystem::path& path, const ModelConfig& config);
+
+  WeightStore(WeightStore&&) = default;
+  WeightStore& operator=(WeightStore&&) = default;
+  WeightStore(const WeightStore&) = delete;
+  WeightStore& operator=(const WeightStore&) = delete;
+
+  // A tensor of the name table. Optional tensors the file lacks come back empty().
+  // Asking for a name outside the table is a bug in ordo, reported as Error.
+  TensorView get(const std::string& name) const;
+
+  const SafetensorsFile& file() const { return file_; }
+  const std::vector<std::string>& unused() const { return unused_; }
+  Index parameter_count() const { return parameter_count_; }
+
+ private:
+  WeightStore() = default;
+
+  SafetensorsFile file_;
+  std::map<std::string, TensorView> bound_;    // every expected name; empty when absent
+  std::vector<std::vector<float>> converted_;  // F16/BF16 data as float32 (stable buffers)
+  std::vector<std::string> unused_;
+  Index parameter_count_ = 0;
+};
+
+}  // namespace ordo

@@ -1,0 +1,13 @@
+// Each ordo command lives in its own file (tools/command_<name>.cpp) and registers
+// itself on the app here; main() only calls these.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ordo::tools {
+
+void setup_translate(CLI::App& app);
+void setup_score(CLI::App& app);
+void setup_inspect(CLI::App& app);
+
+}  // namespace ordo::tools

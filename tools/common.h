@@ -1,0 +1,36 @@
+// What every ordo command shares: the --model/--threads/--json options, loading the
+// model they name, parsing id lists, and printing one JSON object per line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace ordo::tools {
+
+struct CommonOptions {
+  std::string model_dir;  // set by add_common_options to the default model
+  int threads = 0;        // 0: OpenBLAS decides
+  bool json = false;
+};
+
+// Adds --model, --threads, --json to a command.
+void add_common_options(CLI::App& command, CommonOptions& options);
+
+// Loads the model of --model and applies --threads.
+std::shared_ptr<const Model> load_model(const CommonOptions& options);
+
+// "5 8 2" or "5,8,2" -> {5, 8, 2}. `flag` names the option in errors.
+std::vector<int> parse_ids(const std::string& text, const std::string& flag);
+
+std::string join_ids(const std::vector<int>& ids);
+
+// One JSON object, one line, flushed: safe to stream into another program.
+void print_json_line(const nlohmann::json& object);
+
+}  // namespace ordo::tools
