@@ -9,5 +9,7 @@ namespace ordo::tools {
 void setup_translate(CLI::App& app);
 void setup_score(CLI::App& app);
 void setup_inspect(CLI::App& app);
+void setup_compare(CLI::App& app);
+void setup_eval(CLI::App& app);
 
 }  // namespace ordo::tools

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   ordo::tools::setup_translate(app);
   ordo::tools::setup_score(app);
   ordo::tools::setup_inspect(app);
+  ordo::tools::setup_compare(app);
+  ordo::tools::setup_eval(app);
 
   try {
     app.parse(argc, argv);

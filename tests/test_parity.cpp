@@ -1,0 +1,97 @@
+// ordo against an independent oracle: PyTorch.
+//
+// tools/make_parity_models.py (run by CTest as the fixture `oracle`, with Debian's
+// python3-torch) builds random models in ordo's format with torch's own building blocks,
+// for every position scheme x layout x {post-norm, pre-norm} x {F32, F16, BF16} and the
+// config variants, and records per-token log-probabilities, greedy outputs and encoder
+// outputs. Here ordo loads the same files and must agree:
+//   - log-probabilities within 1e-4 absolute per token (float32 in both; the residual
+//     is summation order in GEMMs and softmax, ~1e-6 here, so 1e-4 is loose but far
+//     below anything a wrong formula produces);
+//   - encoder outputs within 1e-4 absolute (same reasoning);
+//   - greedy ids identical (the oracle only keeps cases whose top-1/top-2 logit margin
+//     is >= 1e-3 at every step, so rounding cannot flip a choice).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/search.h"
+#include "models/model.h"
+#include "tests/reference.h"
+
+namespace ordo {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path parity_dir() { return ORDO_PARITY_DIR; }
+
+std::vector<std::string> model_names() {
+  const fs::path index = parity_dir() / "index.json";
+  std::ifstream in(index);
+  if (!in)
+    throw std::runtime_error(index.string() + " is missing: the oracle has not run (ctest runs it as the "
+                             "fixture 'oracle'; or run /usr/bin/python3 tools/make_parity_models.py --out " +
+                             parity_dir().string() + ")");
+  const nlohmann::json json = nlohmann::json::parse(in);
+  const nlohmann::json& names = json.is_array() ? json : json.at("models");
+  return names.get<std::vector<std::string>>();
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+TEST(Parity, OracleCoversEverySchemeLayoutNormAndDtype) {
+  std::set<std::string> seen;
+  for (const std::string& name : model_names()) {
+    const nlohmann::json config = read_json(parity_dir() / name / "config.json");
+    const std::string scheme = config.at("position_encoding");
+    seen.insert(scheme);
+    seen.insert(config.value("normalize_before", false) ? "pre-norm" : "post-norm");
+    if (scheme == "sinusoidal") seen.insert("sinusoidal/" + config.value("sinusoidal_layout", std::string("interleaved")));
+    if (scheme == "rope") seen.insert("rope/" + config.value("rope_layout", std::string("half")));
+  }
+  for (const char* expected : {"sinusoidal", "learned", "rope", "none", "pre-norm", "post-norm",
+                               "sinusoidal/interleaved", "sinusoidal/split", "rope/half", "rope/interleaved"})
+    EXPECT_TRUE(seen.contains(expected)) << "no oracle model for " << expected;
+}
+
+TEST(Parity, EveryOracleModelMatchesPyTorch) {
+  const std::vector<std::string> names = model_names();
+  ASSERT_GE(names.size(), 40u) << "the oracle wrote too few models";
+  for (const std::string& name : names) {
+    SCOPED_TRACE("model " + name);
+    const auto model = Model::load(parity_dir() / name);
+    const Transformer& t = model->transformer();
+    const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
+    ASSERT_FALSE(reference.at("cases").empty());
+    for (const nlohmann::json& c : reference.at("cases")) {
+      const auto source = c.at("source_ids").get<std::vector<int>>();
+      const auto target = c.at("target_ids").get<std::vector<int>>();
+      SCOPED_TRACE("source " + c.at("source_ids").dump());
+
+      const auto want_logprobs = c.at("token_logprobs").get<std::vector<double>>();
+      const std::vector<float> got_logprobs = score_target(t, source, target);
+      reference::expect_close(got_logprobs, want_logprobs, 1e-4, 0.0);
+
+      if (c.contains("encoder_output")) {
+        const auto rows = c.at("encoder_output").get<std::vector<std::vector<double>>>();
+        const Matrix got = encode(t, source);
+        ASSERT_EQ(static_cast<std::size_t>(got.rows()), rows.size());
+        for (std::size_t r = 0; r < rows.size(); ++r)
+          reference::expect_close(got.row(static_cast<Index>(r)), rows[r], 1e-4, 0.0);
+      }
+
+      const Hypothesis best = greedy_search(t, source, {c.at("greedy_max_length").get<Index>()});
+      EXPECT_EQ(best.ids, c.at("greedy_ids").get<std::vector<int>>());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ordo

@@ -1,0 +1,182 @@
+// The encoder-decoder as a whole, on small random models: the KV cache, masks and
+// position schemes must not change what is computed, only how.
+//
+// Oracle: the same model run another way (all at once vs step by step, padded vs not,
+// permuted vs not). The numbers themselves are checked against PyTorch in test_parity.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/search.h"
+#include "models/model.h"
+#include "tests/model_factory.h"
+#include "tests/reference.h"
+
+namespace ordo {
+namespace {
+
+using testing_support::temp_dir;
+using testing_support::tiny_config;
+using testing_support::write_random_model;
+
+std::shared_ptr<const Model> random_model(nlohmann::json config, unsigned seed = 3) {
+  const auto dir = temp_dir("transformer");
+  write_random_model(dir, config, seed);
+  return Model::load(dir);
+}
+
+nlohmann::json with(nlohmann::json config, const nlohmann::json& changes) {
+  config.update(changes);
+  return config;
+}
+
+const std::vector<nlohmann::json> kSchemes = {
+    {{"position_encoding", "sinusoidal"}},
+    {{"position_encoding", "sinusoidal"}, {"sinusoidal_layout", "split"}, {"position_offset", 1}},
+    {{"position_encoding", "learned"}, {"position_offset", 2}},
+    {{"position_encoding", "rope"}},
+    {{"position_encoding", "rope"}, {"rope_layout", "interleaved"}, {"position_offset", 3}},
+    {{"position_encoding", "none"}},
+    {{"position_encoding", "sinusoidal"}, {"normalize_before", true}, {"layernorm_embedding", true}},
+};
+
+double max_abs_diff(ConstMatrixRef a, ConstMatrixRef b) {
+  double worst = 0;
+  for (Index r = 0; r < a.rows(); ++r)
+    for (Index c = 0; c < a.cols(); ++c)
+      worst = std::max(worst, std::abs(static_cast<double>(a(r, c)) - b(r, c)));
+  return worst;
+}
+
+// Feeding the target one token at a time through the KV cache gives the logits of
+// feeding it all at once. Tolerance 1e-5: the same float math, blocked differently.
+TEST(Transformer, IncrementalDecodingMatchesAllAtOnce) {
+  for (const auto& scheme : kSchemes) {
+    SCOPED_TRACE(scheme.dump());
+    const auto model = random_model(with(tiny_config(), scheme));
+    const Transformer& t = model->transformer();
+    const std::vector<int> source = {5, 9, 3, 17, 1};
+    const std::vector<int> target = {0, 4, 8, 15, 16, 2, 22};
+    const Matrix memory = encode(t, source);
+
+    DecoderState all_state;
+    t.decoder.start(all_state, memory, {}, static_cast<Index>(target.size()));
+    Matrix all;
+    t.decoder.step(all_state, target, all);
+
+    DecoderState step_state;
+    t.decoder.start(step_state, memory, {}, static_cast<Index>(target.size()));
+    Matrix one;
+    for (std::size_t i = 0; i < target.size(); ++i) {
+      t.decoder.step(step_state, std::span<const int>(&target[i], 1), one);
+      reference::expect_close(one.view(), all.view().row_block(static_cast<Index>(i), 1), 1e-5, 1e-5);
+    }
+  }
+}
+
+// Padding keys are invisible: a padded source with its padding mask encodes (and
+// decodes) exactly like the unpadded source. Tolerance 1e-5 as above.
+TEST(Transformer, KeyPaddingMaskHidesPadding) {
+  for (const auto& scheme : kSchemes) {
+    SCOPED_TRACE(scheme.dump());
+    const auto model = random_model(with(tiny_config(), scheme));
+    const Transformer& t = model->transformer();
+    const std::vector<int> source = {5, 9, 3, 17, 1};
+    std::vector<int> padded = source;
+    padded.insert(padded.end(), {0, 0, 0});
+    const std::vector<std::uint8_t> padding = {0, 0, 0, 0, 0, 1, 1, 1};
+
+    EncoderWorkspace ws;
+    Matrix plain, masked;
+    t.encoder.encode(source, {}, ws, plain);
+    t.encoder.encode(padded, padding, ws, masked);
+    reference::expect_close(masked.view().row_block(0, 5), plain.view(), 1e-5, 1e-5);
+
+    const std::vector<int> target = {0, 4, 8};
+    DecoderState a, b;
+    Matrix logits_plain, logits_masked;
+    t.decoder.start(a, plain, {}, 3);
+    t.decoder.step(a, target, logits_plain);
+    t.decoder.start(b, masked, padding, 3);
+    t.decoder.step(b, target, logits_masked);
+    reference::expect_close(logits_masked.view(), logits_plain.view(), 1e-5, 1e-5);
+  }
+}
+
+// With position_encoding none the encoder is permutation-equivariant: permuting the
+// source permutes the output rows (up to float summation order: 1e-5). Every other
+// scheme breaks that by far more (> 1e-2 somewhere).
+TEST(Transformer, OnlyNoPositionsIsPermutationEquivariant) {
+  const std::vector<int> source = {5, 9, 3, 17, 11, 1};
+  const std::vector<int> order = {3, 0, 5, 1, 4, 2};
+  std::vector<int> permuted;
+  for (int i : order) permuted.push_back(source[static_cast<std::size_t>(i)]);
+
+  for (const auto& scheme : kSchemes) {
+    SCOPED_TRACE(scheme.dump());
+    const auto model = random_model(with(tiny_config(), scheme));
+    const Matrix out = encode(model->transformer(), source);
+    const Matrix out_permuted = encode(model->transformer(), permuted);
+    Matrix reordered(out.rows(), out.cols());
+    for (std::size_t r = 0; r < order.size(); ++r)
+      std::copy_n(out.row(order[r]).data(), out.cols(), reordered.row(static_cast<Index>(r)).data());
+
+    const double diff = max_abs_diff(out_permuted, reordered);
+    if (scheme["position_encoding"] == "none")
+      EXPECT_LT(diff, 1e-5);
+    else
+      EXPECT_GT(diff, 1e-2);
+  }
+}
+
+// Greedy search's own log-probabilities (computed through the KV cache) agree with
+// teacher-forced scoring of its output (all at once). Tolerance 1e-4 per token.
+TEST(Transformer, GreedyScoresMatchTeacherForcing) {
+  for (const auto& scheme : kSchemes) {
+    SCOPED_TRACE(scheme.dump());
+    const auto model = random_model(with(tiny_config(), scheme));
+    const std::vector<int> source = {7, 2, 13, 1};
+    const Hypothesis best = greedy_search(model->transformer(), source, {12});
+    ASSERT_FALSE(best.ids.empty());
+    EXPECT_LE(best.ids.size(), 12u);
+    const std::vector<float> scored = score_target(model->transformer(), source, best.ids);
+    ASSERT_EQ(scored.size(), best.token_logprobs.size());
+    for (std::size_t i = 0; i < scored.size(); ++i) EXPECT_NEAR(scored[i], best.token_logprobs[i], 1e-4) << i;
+    EXPECT_NEAR(best.score, std::accumulate(scored.begin(), scored.end(), 0.0), 1e-3);
+    // Every chosen token is the argmax, so its log-probability is the largest.
+    for (float lp : best.token_logprobs) EXPECT_LE(lp, 0.0f);
+  }
+}
+
+TEST(Transformer, MaxLengthIsValidatedAgainstLearnedPositions) {
+  const auto model = random_model(with(tiny_config(), {{"position_encoding", "learned"}}));
+  const std::vector<int> source = {7, 2, 13, 1};
+  const std::string message = reference::error_message(
+      [&] { greedy_search(model->transformer(), source, {41}); });
+  EXPECT_NE(message.find("max_position_embeddings=40"), std::string::npos) << message;
+  // Automatic length is capped at the table, never past it.
+  const Hypothesis capped = greedy_search(model->transformer(), std::vector<int>(30, 5), {});
+  EXPECT_LE(capped.ids.size(), 40u);
+  // A source longer than the table is a clear error, not a wrap-around.
+  const std::string too_long = reference::error_message(
+      [&] { encode(model->transformer(), std::vector<int>(41, 5)); });
+  EXPECT_NE(too_long.find("max_position_embeddings"), std::string::npos) << too_long;
+}
+
+TEST(Transformer, BadIdsAndEmptyInputsAreErrors) {
+  const auto model = random_model(tiny_config());
+  const Transformer& t = model->transformer();
+  EXPECT_NE(reference::error_message([&] { encode(t, std::vector<int>{}); }).find("empty"), std::string::npos);
+  EXPECT_NE(reference::error_message([&] { encode(t, std::vector<int>{3, 23}); }).find("id 23"),
+            std::string::npos);
+  EXPECT_NE(reference::error_message([&] { encode(t, std::vector<int>{-1}); }).find("id -1"),
+            std::string::npos);
+  EXPECT_NE(reference::error_message([&] { score_target(t, std::vector<int>{3}, std::vector<int>{99}); })
+                .find("id 99"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ordo

@@ -1,0 +1,128 @@
+// ordo eval: translate a test set and score it against its references.
+//
+//   ordo eval --data weights/data/test.tsv
+//
+// FILE.tsv has one pair per line: source<TAB>reference. Reports exact-match accuracy,
+// token accuracy and corpus BLEU (see tools/metrics.h). A sentence the model cannot
+// translate (e.g. longer than a learned-position table) counts as wrong, and the
+// first such error is reported.
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include "engine/blas.h"
+#include "engine/error.h"
+#include "engine/search.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+#include "tools/metrics.h"
+
+namespace ordo::tools {
+
+namespace {
+
+struct EvalOptions {
+  CommonOptions common;
+  std::string data;
+  Index max_length = 0;
+  int show_errors = 0;
+};
+
+struct TestSet {
+  std::vector<std::string> sources;
+  std::vector<std::string> references;
+};
+
+TestSet read_tsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path, "cannot open the test set", "give a TSV file: source<TAB>reference per line");
+  TestSet set;
+  std::string line;
+  Index number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos || line.find('\t', tab + 1) != std::string::npos)
+      throw Error(path + ":" + std::to_string(number), "expected two tab-separated columns (source, reference)");
+    set.sources.push_back(line.substr(0, tab));
+    set.references.push_back(line.substr(tab + 1));
+  }
+  if (set.sources.empty()) throw Error(path, "holds no sentence pairs");
+  return set;
+}
+
+void run_eval(const EvalOptions& options) {
+  const TestSet set = read_tsv(options.data);
+  const auto model = load_model(options.common);
+  const SearchOptions search{options.max_length};
+
+  std::vector<std::string> hypotheses;
+  hypotheses.reserve(set.sources.size());
+  Index failures = 0;
+  std::string first_failure;
+  for (std::size_t i = 0; i < set.sources.size(); ++i) {
+    try {
+      const Hypothesis best = greedy_search(model->transformer(), model->tokenize_source(set.sources[i]), search);
+      hypotheses.push_back(model->detokenize_target(best.ids));
+    } catch (const Error& e) {
+      hypotheses.emplace_back();
+      if (failures++ == 0) first_failure = "line " + std::to_string(i + 1) + ": " + e.what();
+    }
+  }
+
+  const AccuracyStats acc = accuracy(hypotheses, set.references);
+  const BleuStats bleu = corpus_bleu(hypotheses, set.references);
+  nlohmann::json wrong = nlohmann::json::array();
+  for (std::size_t i = 0; i < hypotheses.size() && static_cast<int>(wrong.size()) < options.show_errors; ++i)
+    if (hypotheses[i] != set.references[i])
+      wrong.push_back({{"source", set.sources[i]}, {"reference", set.references[i]}, {"translation", hypotheses[i]}});
+
+  if (options.common.json) {
+    nlohmann::json result = {{"data", options.data},
+                             {"model", options.common.model_dir},
+                             {"sentences", hypotheses.size()},
+                             {"exact_match", acc.exact_match},
+                             {"token_accuracy", acc.token_accuracy},
+                             {"bleu", bleu.bleu},
+                             {"bleu_precisions", bleu.precisions},
+                             {"brevity_penalty", bleu.brevity_penalty},
+                             {"failures", failures}};
+    if (failures > 0) result["first_failure"] = first_failure;
+    if (options.show_errors > 0) result["errors"] = wrong;
+    print_json_line(result);
+    return;
+  }
+  std::cout << std::fixed << std::setprecision(2) << "model:          " << options.common.model_dir
+            << "\ndata:           " << options.data << "\nsentences:      " << hypotheses.size()
+            << "\nexact match:    " << acc.exact_match << " %\ntoken accuracy: " << acc.token_accuracy
+            << " %\nBLEU:           " << bleu.bleu << "\n";
+  if (failures > 0)
+    std::cout << "failed:         " << failures << " (counted as wrong; first: " << first_failure << ")\n";
+  for (const auto& w : wrong)
+    std::cout << "\n  source:      " << w["source"].get<std::string>() << "\n  reference:   "
+              << w["reference"].get<std::string>() << "\n  translation: " << w["translation"].get<std::string>()
+              << '\n';
+}
+
+}  // namespace
+
+void setup_eval(CLI::App& app) {
+  auto options = std::make_shared<EvalOptions>();
+  CLI::App* command = app.add_subcommand(
+      "eval",
+      "Translate the source column of a TSV test set (source<TAB>reference per line) and\n"
+      "report exact-match accuracy, token accuracy (position-wise, over whitespace tokens)\n"
+      "and corpus BLEU-4 (as sacreBLEU on already tokenized text).");
+  command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
+  command->add_option("--max-length", options->max_length,
+                      "Most target tokens, eos included (0: 2 x source length + 10)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")
+      ->check(CLI::NonNegativeNumber);
+  add_common_options(*command, options->common);
+  command->callback([options] { run_eval(*options); });
+}
+
+}  // namespace ordo::tools
