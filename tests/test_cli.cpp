@@ -1,0 +1,124 @@
+// The ordo command line as a user meets it: exit codes, one-line errors, JSON shapes.
+// Runs the real binary on small random models (ids only; the shipped models and their
+// tokenizer are exercised in test_showcase).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_runner.h"
+#include "tests/model_factory.h"
+
+namespace ordo {
+namespace {
+
+using testing_support::run_ordo;
+using testing_support::shell_quote;
+
+class Cli : public ::testing::Test {
+ protected:
+  // One random model for the whole suite, written on first use.
+  static std::string model() {
+    static const std::filesystem::path dir = [] {
+      auto d = testing_support::temp_dir("cli_model");
+      testing_support::write_random_model(d, testing_support::tiny_config(), 5);
+      return d;
+    }();
+    return "--model " + shell_quote(dir.string());
+  }
+};
+
+// Errors are one line on stderr, prefixed "ordo: ".
+void expect_one_line_error(const testing_support::CommandResult& r) {
+  EXPECT_EQ(r.err.rfind("ordo: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(Cli, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(run_ordo("").exit_code, 2);
+  EXPECT_EQ(run_ordo("frobnicate").exit_code, 2);
+  EXPECT_EQ(run_ordo("translate --no-such-flag").exit_code, 2);
+  EXPECT_EQ(run_ordo("translate --threads -3 x").exit_code, 2);
+  EXPECT_EQ(run_ordo("score " + model() + " --source a").exit_code, 2);  // --target missing
+  EXPECT_EQ(run_ordo("score " + model()).exit_code, 2);                 // nothing to score
+  EXPECT_EQ(run_ordo("compare onlyone").exit_code, 2);
+}
+
+TEST_F(Cli, HelpTeachesAndExitsWithZero) {
+  const auto r = run_ordo("translate --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--source-ids"), std::string::npos);
+  EXPECT_NE(r.out.find("--max-length"), std::string::npos);
+  EXPECT_NE(r.out.find("--json"), std::string::npos);
+}
+
+TEST_F(Cli, OtherErrorsExitWithOneAndOneLine) {
+  auto r = run_ordo("translate --model /nonexistent/model x");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("/nonexistent/model"), std::string::npos);
+
+  r = run_ordo("translate " + model() + " --source-ids '5 x 2'");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("'x' is not a token id"), std::string::npos) << r.err;
+
+  r = run_ordo("translate " + model() + " --source-ids '5 99 1'");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("id 99"), std::string::npos) << r.err;
+
+  r = run_ordo("translate " + model() + " 'cats chase dogs'");  // this model has no tokenizer
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("--source-ids"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TranslateIdsJson) {
+  const auto r = run_ordo("translate " + model() + " --source-ids '5 8 1' --max-length 6 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["source_ids"], (std::vector<int>{5, 8, 1}));
+  EXPECT_GE(json["target_ids"].size(), 1u);
+  EXPECT_LE(json["target_ids"].size(), 6u);
+  EXPECT_LE(json["score"].get<double>(), 0.0);
+}
+
+TEST_F(Cli, ScoreMatchesTranslateScore) {
+  const auto t = run_ordo("translate " + model() + " --source-ids '5 8 1' --max-length 6 --json");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const auto translation = nlohmann::json::parse(t.out);
+  std::string ids;
+  for (int id : translation["target_ids"]) ids += std::to_string(id) + " ";
+  const auto s = run_ordo("score " + model() + " --source-ids '5 8 1' --target-ids '" + ids + "' --json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto score = nlohmann::json::parse(s.out);
+  const auto logprobs = score["token_logprobs"].get<std::vector<double>>();
+  EXPECT_EQ(logprobs.size(), translation["target_ids"].size());
+  EXPECT_NEAR(std::accumulate(logprobs.begin(), logprobs.end(), 0.0), score["logprob"].get<double>(), 1e-4);
+  EXPECT_NEAR(score["logprob"].get<double>(), translation["score"].get<double>(), 1e-3);
+}
+
+TEST_F(Cli, InspectListsConfigAndTensors) {
+  const auto r = run_ordo("inspect " + model() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["config"]["d_model"], 16);
+  EXPECT_EQ(json["config"]["position_encoding"], "sinusoidal");  // defaults filled in
+  EXPECT_GT(json["parameters"].get<long>(), 0);
+  bool found = false;
+  for (const auto& t : json["tensors"])
+    if (t["name"] == "model.shared.weight") {
+      found = true;
+      EXPECT_EQ(t["dtype"], "F32");
+      EXPECT_EQ(t["shape"], (std::vector<int>{23, 16}));
+    }
+  EXPECT_TRUE(found);
+  const auto text = run_ordo("inspect " + model());
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("model.decoder.layers.1.encoder_attn.q_proj.weight"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ordo
