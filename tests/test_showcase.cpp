@@ -1,0 +1,160 @@
+// The shipped models and the word-order showcase, end to end on the committed weights
+// (tests never retrain). What weights/README.md claims, checked:
+//   - the default (sinusoidal) model translates both word orders correctly;
+//   - the `none` model gives one translation for both orders;
+//   - `ordo compare` reports cosine similarity 1 (to float rounding) for none, < 1 else;
+//   - sinusoidal, learned, rope: >= 98% exact match on the held-out and swapped tests;
+//   - none: the same translation for every sentence and its swap.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/search.h"
+#include "models/model.h"
+#include "tests/cli_runner.h"
+#include "tests/reference.h"
+
+namespace ordo {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::run_ordo;
+
+fs::path weights_dir() { return fs::path(ORDO_SOURCE_DIR) / "weights"; }
+
+std::shared_ptr<const Model> shipped(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const Model>> cache;
+  auto& model = cache[name];
+  if (!model) model = Model::load(weights_dir() / name);
+  return model;
+}
+
+std::string translate(const Model& model, const std::string& text) {
+  return model.detokenize_target(greedy_search(model.transformer(), model.tokenize_source(text)).ids);
+}
+
+std::vector<std::pair<std::string, std::string>> read_tsv(const fs::path& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto tab = line.find('\t');
+    if (tab != std::string::npos) pairs.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+  }
+  return pairs;
+}
+
+TEST(Showcase, DefaultModelTellsWordOrdersApart) {
+  const auto model = shipped("sinusoidal");
+  EXPECT_EQ(translate(*model, "cats chase dogs"), "Katzen jagen Hunde");
+  EXPECT_EQ(translate(*model, "dogs chase cats"), "Hunde jagen Katzen");
+  EXPECT_EQ(translate(*model, "the cat chases the dog"), "Die Katze jagt den Hund");
+  EXPECT_EQ(translate(*model, "The big dog sees a small cat."), "Der große Hund sieht eine kleine Katze.");
+}
+
+TEST(Showcase, CliDefaultModelIsSinusoidal) {
+  const auto r = run_ordo("translate 'cats chase dogs' 'dogs chase cats'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Katzen jagen Hunde\nHunde jagen Katzen\n");
+}
+
+TEST(Showcase, NoPositionsModelCannotTellThemApart) {
+  const auto model = shipped("none");
+  EXPECT_EQ(translate(*model, "cats chase dogs"), translate(*model, "dogs chase cats"));
+  EXPECT_EQ(translate(*model, "the cat chases the dog"), translate(*model, "the dog chases the cat"));
+}
+
+TEST(Showcase, CompareReportsSimilarityOneOnlyWithoutPositions) {
+  const auto r = run_ordo("compare 'cats chase dogs' 'dogs chase cats' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::set<std::string> seen;
+  while (std::getline(lines, line)) {
+    const auto row = nlohmann::json::parse(line);
+    const std::string scheme = row["position_encoding"];
+    seen.insert(row["model"]);
+    const double cosine = row["cosine_similarity"];
+    EXPECT_EQ(row["a"]["tokens"].size(), row["b"]["tokens"].size());
+    if (row["model"] == "none") {
+      // Same multiset of encoder rows, summed in another order: equal to ~1e-7.
+      EXPECT_NEAR(cosine, 1.0, 1e-6);
+      EXPECT_FALSE(row["translations_differ"].get<bool>());
+    } else {
+      EXPECT_LT(cosine, 1.0 - 1e-4) << row["model"];
+      EXPECT_TRUE(row["translations_differ"].get<bool>()) << row["model"];
+      EXPECT_EQ(row["a"]["translation"], "Katzen jagen Hunde") << row["model"];
+      EXPECT_EQ(row["b"]["translation"], "Hunde jagen Katzen") << row["model"];
+    }
+  }
+  for (const char* name : {"sinusoidal", "learned", "rope", "none"}) EXPECT_TRUE(seen.contains(name)) << name;
+
+  const auto table = run_ordo("compare 'cats chase dogs' 'dogs chase cats'");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("cosine"), std::string::npos);
+  EXPECT_NE(table.out.find("▁cats"), std::string::npos);
+}
+
+double exact_match(const Model& model, const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::size_t right = 0;
+  for (const auto& [source, reference] : pairs) right += translate(model, source) == reference;
+  return static_cast<double>(right) / static_cast<double>(pairs.size());
+}
+
+TEST(Showcase, ModelsWithPositionsTranslateHeldOutAndSwappedSentences) {
+  const auto test = read_tsv(weights_dir() / "data" / "test.tsv");
+  const auto swapped = read_tsv(weights_dir() / "data" / "swapped.tsv");
+  ASSERT_GE(test.size(), 500u);
+  ASSERT_GE(swapped.size(), 500u);
+  for (const char* name : {"sinusoidal", "learned", "rope"}) {
+    SCOPED_TRACE(name);
+    EXPECT_GE(exact_match(*shipped(name), test), 0.98);
+    EXPECT_GE(exact_match(*shipped(name), swapped), 0.98);
+  }
+}
+
+TEST(Showcase, NoPositionsTranslatesASentenceAndItsSwapTheSame) {
+  const auto swapped = read_tsv(weights_dir() / "data" / "swapped.tsv");
+  ASSERT_EQ(swapped.size() % 2, 0u);
+  const auto model = shipped("none");
+  std::size_t right = 0;
+  for (std::size_t i = 0; i < swapped.size(); i += 2) {
+    const std::string first = translate(*model, swapped[i].first);
+    const std::string second = translate(*model, swapped[i + 1].first);
+    EXPECT_EQ(first, second) << swapped[i].first << " / " << swapped[i + 1].first;
+    right += (first == swapped[i].second) + (second == swapped[i + 1].second);
+  }
+  EXPECT_LE(right, swapped.size() / 2);  // at most one of each pair can be right
+}
+
+TEST(Showcase, LearnedPositionsSayWhenTheInputIsTooLong) {
+  const auto model = shipped("learned");
+  std::string text = "the cat";
+  for (int i = 0; i < 40; ++i) text += " and the dog";
+  text += " chase the mouse";
+  const std::string message = reference::error_message([&] { translate(*model, text); });
+  EXPECT_NE(message.find("max_position_embeddings"), std::string::npos) << message;
+}
+
+TEST(Showcase, TokenizerChecksItsInputs) {
+  const auto model = shipped("sinusoidal");
+  EXPECT_NE(reference::error_message([&] { model->tokenize_source(""); }).find("empty"), std::string::npos);
+  EXPECT_NE(reference::error_message([&] { model->tokenize_source("   "); }).find("empty"), std::string::npos);
+  const int too_big = static_cast<int>(model->config().decoder_vocab_size) + 5;
+  EXPECT_NE(reference::error_message([&] { model->detokenize_target(std::vector<int>{too_big}); })
+                .find(std::to_string(too_big)),
+            std::string::npos);
+  // Round trip of a sentence made of known words.
+  const std::vector<int> ids = model->tokenize_target("Katzen jagen Hunde");
+  EXPECT_EQ(ids.back(), model->config().eos_token_id);
+  EXPECT_EQ(model->detokenize_target(ids), "Katzen jagen Hunde");
+}
+
+}  // namespace
+}  // namespace ordo
