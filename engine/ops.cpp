@@ -27,12 +27,15 @@ void check_same_shape(const char* op, const char* x_name, ConstMatrixRef x,
                         shape_of(y) + " must have the same shape");
 }
 
-// A [d] parameter vector (bias, LayerNorm weight) of a layer whose rows are [cols].
+// A [cols] parameter vector (bias, LayerNorm weight); `context` is what it must fit (the
+// input, or the weight a bias belongs to), for the message. Strings are built only on failure: ops run
+// inside the allocation-free decoding step.
+template <class Context>
 void check_vector(const char* op, const char* name, const TensorView& v, Index cols,
-                  const std::string& context) {
+                  const char* context_name, const Context& context) {
   if (v.rank() != 1 || v.dim(0) != cols)
-    throw Error(op, std::string(name) + " " + shape_of(v) + " does not fit " + context +
-                        ": expected [" + std::to_string(cols) + "]");
+    throw Error(op, std::string(name) + " " + shape_of(v) + " does not fit " + context_name +
+                        " " + shape_of(context) + ": expected [" + std::to_string(cols) + "]");
 }
 
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
@@ -72,14 +75,15 @@ void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
     throw Error("linear", "weight " + shape_of(w) + " is not a matrix [out, in]");
   const Index in = w.dim(1);
   const Index out = w.dim(0);
-  const std::string shapes = "input " + shape_of(x) + " x weight " + shape_of(w) +
-                             " -> output " + shape_of(y);
+  const auto shapes = [&] {
+    return "input " + shape_of(x) + " x weight " + shape_of(w) + " -> output " + shape_of(y);
+  };
   if (x.cols() != in)
-    throw Error("linear", shapes + ": input has " + std::to_string(x.cols()) +
+    throw Error("linear", shapes() + ": input has " + std::to_string(x.cols()) +
                               " features, weight expects " + std::to_string(in));
   if (y.rows() != x.rows() || y.cols() != out)
-    throw Error("linear", shapes + ": output must be " + to_string(Shape{x.rows(), out}));
-  if (!layer.bias.empty()) check_vector("linear", "bias", layer.bias, out, "weight " + shape_of(w));
+    throw Error("linear", shapes() + ": output must be " + to_string(Shape{x.rows(), out}));
+  if (!layer.bias.empty()) check_vector("linear", "bias", layer.bias, out, "weight", w);
 
   // x [T,in] x W^T [in,out] -> y [T,out]
   blas::gemm_nt(x, w.matrix(), y);
@@ -89,11 +93,10 @@ void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
 void layer_norm(ConstMatrixRef x, const LayerNormWeights& norm, float eps, MatrixRef y) {
   const Index d = x.cols();
   check_same_shape("layer_norm", "input", x, "output", y);
-  const std::string context = "input " + shape_of(x);
   if (norm.weight.empty())
     throw Error("layer_norm", "no weight bound for input " + shape_of(x));
-  check_vector("layer_norm", "weight", norm.weight, d, context);
-  if (!norm.bias.empty()) check_vector("layer_norm", "bias", norm.bias, d, context);
+  check_vector("layer_norm", "weight", norm.weight, d, "input", x);
+  if (!norm.bias.empty()) check_vector("layer_norm", "bias", norm.bias, d, "input", x);
   if (d == 0) return;
 
   const float* gamma = norm.weight.data();
