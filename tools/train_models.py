@@ -76,7 +76,7 @@ def train_tokenizer(pairs, out_dir, vocab_size):
     spm.SentencePieceTrainer.train(
         input=str(text), model_prefix=str(prefix), vocab_size=vocab_size, model_type="unigram",
         character_coverage=1.0, pad_id=PAD, eos_id=EOS, unk_id=UNK, bos_id=-1,
-        hard_vocab_limit=False, num_threads=1, minloglevel=2, random_seed=1)
+        hard_vocab_limit=False, num_threads=1, minloglevel=2)
     text.unlink()
     (out_dir / "tokenizer.vocab").unlink()
     return out_dir / "tokenizer.model"

@@ -1,0 +1,743 @@
+"""The ordo model format in PyTorch: the independent oracle for the C++ engine, and the
+trainer's model.
+
+A model directory holds `config.json` (see `full_config`) and `model.safetensors`, whose
+tensor names are exactly the `state_dict()` keys of `OrdoModel`. The forward pass is
+written from the format's definition with torch's own building blocks
+(F.multi_head_attention_forward, F.layer_norm, F.linear, ...); sinusoids and rotary
+embeddings are written from their formulas, in float64, rounded once to float32.
+
+Requires only torch and numpy (the safetensors reader/writer is implemented here).
+
+    model = OrdoModel({"vocab_size": 40, "d_model": 16, ...})
+    logits = model(src_ids, tgt_in_ids, src_padding)       # [B, T, V], differentiable
+    save_model_dir(model, "out/", dtype="F16")              # also rounds `model` to F16
+    model = load_model_dir("out/")
+    ids, margins = model.greedy([5, 7, 1], max_length=10)
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "full_config",
+    "OrdoModel",
+    "save_model_dir",
+    "load_model_dir",
+    "round_weights_",
+    "write_safetensors",
+    "read_safetensors",
+    "sinusoidal_positions",
+    "rope_rotate",
+]
+
+# ----------------------------------------------------------------------------------------
+# Configuration
+# ----------------------------------------------------------------------------------------
+
+_REQUIRED = object()
+_ENUMS = {
+    "activation_function": ("relu", "gelu", "swish"),
+    "position_encoding": ("sinusoidal", "learned", "rope", "none"),
+    "sinusoidal_layout": ("interleaved", "split"),
+    "sinusoidal_frequencies": ("vaswani", "tensor2tensor"),
+    "rope_layout": ("half", "interleaved"),
+}
+# (key, kind, default); kind is int | bool | float | str | enum | optional_int.
+# Order is the order of config.json.
+_SCHEMA = [
+    ("model_type", "str", "ordo"),
+    ("vocab_size", "int", _REQUIRED),
+    ("decoder_vocab_size", "int", None),  # None: = vocab_size
+    ("d_model", "int", _REQUIRED),
+    ("encoder_layers", "int", _REQUIRED),
+    ("decoder_layers", "int", _REQUIRED),
+    ("encoder_attention_heads", "int", _REQUIRED),
+    ("decoder_attention_heads", "int", _REQUIRED),
+    ("encoder_ffn_dim", "int", _REQUIRED),
+    ("decoder_ffn_dim", "int", _REQUIRED),
+    ("activation_function", "enum", "relu"),
+    ("normalize_before", "bool", False),
+    ("scale_embedding", "bool", False),
+    ("layernorm_embedding", "bool", False),
+    ("max_position_embeddings", "int", _REQUIRED),
+    ("position_encoding", "enum", "sinusoidal"),
+    ("sinusoidal_layout", "enum", "interleaved"),
+    ("sinusoidal_frequencies", "enum", "vaswani"),
+    ("position_offset", "int", 0),
+    ("rope_theta", "float", 10000.0),
+    ("rope_layout", "enum", "half"),
+    ("share_encoder_decoder_embeddings", "bool", True),
+    ("tie_word_embeddings", "bool", True),
+    ("layer_norm_eps", "float", 1e-5),
+    ("pad_token_id", "int", _REQUIRED),
+    ("bos_token_id", "optional_int", None),
+    ("eos_token_id", "int", _REQUIRED),
+    ("decoder_start_token_id", "int", _REQUIRED),
+]
+CONFIG_KEYS = tuple(key for key, _, _ in _SCHEMA)
+
+
+def _check_type(key: str, kind: str, value):
+    if kind in ("int", "optional_int"):
+        if kind == "optional_int" and value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"config key '{key}' must be an integer, got {value!r}")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"config key '{key}' must be true or false, got {value!r}")
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"config key '{key}' must be a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"config key '{key}' must be finite, got {value!r}")
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"config key '{key}' must be a string, got {value!r}")
+        return value
+    if kind == "enum":
+        if value not in _ENUMS[key]:
+            choices = " | ".join(_ENUMS[key])
+            raise ValueError(f"config key '{key}' must be one of {choices}, got {value!r}")
+        return value
+    raise AssertionError(kind)
+
+
+def full_config(partial: dict) -> dict:
+    """Returns a new dict with every key of the format, defaults filled in, validated.
+
+    Raises ValueError naming the offending key. Keys that are not part of the format
+    (descriptions, provenance, ...) are kept, after the format's keys. An absent or null
+    bos_token_id is left out of the result.
+    """
+    if not isinstance(partial, dict):
+        raise ValueError(f"config must be a JSON object, got {type(partial).__name__}")
+    cfg = {}
+    for key, kind, default in _SCHEMA:
+        if key in partial and partial[key] is not None:
+            cfg[key] = _check_type(key, kind, partial[key])
+        elif default is _REQUIRED:
+            raise ValueError(f"config key '{key}' is required")
+        elif key == "decoder_vocab_size":
+            cfg[key] = cfg["vocab_size"]
+        elif default is not None:
+            cfg[key] = default
+    for key, value in partial.items():
+        if key not in cfg and key not in CONFIG_KEYS:
+            cfg[key] = value
+
+    def positive(key):
+        if cfg[key] < 1:
+            raise ValueError(f"config key '{key}' must be >= 1, got {cfg[key]}")
+
+    if cfg["model_type"] != "ordo":
+        raise ValueError(f"config key 'model_type' must be \"ordo\", got {cfg['model_type']!r}")
+    for key in ("vocab_size", "decoder_vocab_size", "d_model", "encoder_layers",
+                "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+                "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings"):
+        positive(key)
+    d = cfg["d_model"]
+    for side in ("encoder", "decoder"):
+        key = f"{side}_attention_heads"
+        if d % cfg[key] != 0:
+            raise ValueError(f"config key '{key}': d_model={d} is not divisible by {cfg[key]} heads")
+    if cfg["position_offset"] < 0:
+        raise ValueError(f"config key 'position_offset' must be >= 0, got {cfg['position_offset']}")
+    if cfg["rope_theta"] <= 0:
+        raise ValueError(f"config key 'rope_theta' must be > 0, got {cfg['rope_theta']}")
+    if cfg["layer_norm_eps"] <= 0:
+        raise ValueError(f"config key 'layer_norm_eps' must be > 0, got {cfg['layer_norm_eps']}")
+    if cfg["position_encoding"] == "sinusoidal":
+        if d % 2 != 0:
+            raise ValueError(f"config key 'd_model' must be even for sinusoidal positions, got {d}")
+        if cfg["sinusoidal_frequencies"] == "tensor2tensor" and d < 4:
+            raise ValueError("config key 'sinusoidal_frequencies': tensor2tensor needs d_model >= 4")
+    if cfg["position_encoding"] == "rope":
+        for side in ("encoder", "decoder"):
+            key = f"{side}_attention_heads"
+            if (d // cfg[key]) % 2 != 0:
+                raise ValueError(f"config key '{key}': rope needs an even head_dim, "
+                                 f"got d_model/heads = {d // cfg[key]}")
+    if cfg["share_encoder_decoder_embeddings"] and cfg["vocab_size"] != cfg["decoder_vocab_size"]:
+        raise ValueError("config key 'share_encoder_decoder_embeddings' is true but vocab_size="
+                         f"{cfg['vocab_size']} != decoder_vocab_size={cfg['decoder_vocab_size']}")
+    both = min(cfg["vocab_size"], cfg["decoder_vocab_size"])
+    for key, limit in (("pad_token_id", both), ("eos_token_id", both),
+                       ("decoder_start_token_id", cfg["decoder_vocab_size"]),
+                       ("bos_token_id", max(cfg["vocab_size"], cfg["decoder_vocab_size"]))):
+        if key in cfg and not 0 <= cfg[key] < limit:
+            raise ValueError(f"config key '{key}' must be in [0, {limit}), got {cfg[key]}")
+    return cfg
+
+
+# ----------------------------------------------------------------------------------------
+# Positions
+# ----------------------------------------------------------------------------------------
+
+def sinusoidal_positions(positions: Tensor, dim: int, layout: str = "interleaved",
+                         frequencies: str = "vaswani") -> Tensor:
+    """Position vectors [len(positions), dim], computed in float64 and rounded to float32.
+
+    vaswani: w_i = 10000^(-2i/dim); tensor2tensor: w_i = exp(-i ln(10000) / (dim/2 - 1)),
+    i in [0, dim/2). interleaved: pe[2i] = sin(p w_i), pe[2i+1] = cos(p w_i);
+    split: pe[i] = sin(p w_i), pe[dim/2 + i] = cos(p w_i).
+    """
+    half = dim // 2
+    i = torch.arange(half, dtype=torch.float64)
+    if frequencies == "vaswani":
+        w = torch.pow(torch.tensor(10000.0, dtype=torch.float64), -2.0 * i / dim)
+    elif frequencies == "tensor2tensor":
+        w = torch.exp(-i * math.log(10000.0) / (half - 1))
+    else:
+        raise ValueError(f"unknown sinusoidal frequencies {frequencies!r}")
+    angles = positions.to(torch.float64)[:, None] * w[None, :]
+    sin, cos = torch.sin(angles), torch.cos(angles)
+    if layout == "interleaved":
+        pe = torch.stack([sin, cos], dim=-1).reshape(len(positions), 2 * half)
+    elif layout == "split":
+        pe = torch.cat([sin, cos], dim=-1)
+    else:
+        raise ValueError(f"unknown sinusoidal layout {layout!r}")
+    return pe.to(torch.float32)
+
+
+def _rope_cos_sin(positions: Tensor, head_dim: int, theta: float) -> Tuple[Tensor, Tensor]:
+    """cos, sin [len(positions), head_dim/2] of p * theta^(-2i/head_dim), float64."""
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    freq = torch.pow(torch.tensor(float(theta), dtype=torch.float64), -2.0 * i / head_dim)
+    angles = positions.to(torch.float64)[:, None] * freq[None, :]
+    return torch.cos(angles), torch.sin(angles)
+
+
+def rope_rotate(x: Tensor, positions: Tensor, theta: float = 10000.0,
+                layout: str = "half") -> Tensor:
+    """Rotates x [..., T, head_dim] (row t at positions[t]) by RoPE.
+
+    half: pairs (i, i + head_dim/2), i.e. x*cos + rotate_half(x)*sin with cos/sin
+    repeated as cat([f, f]) (Hugging Face LLaMA). interleaved: pairs (2i, 2i+1).
+    A pair (a, b) at angle t becomes (a cos t - b sin t, a sin t + b cos t).
+    cos/sin are computed in float64 and rounded to x's dtype; the rotation is in x's dtype.
+    """
+    head_dim = x.shape[-1]
+    cos, sin = _rope_cos_sin(positions, head_dim, theta)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    if layout == "half":
+        cos2, sin2 = torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)
+        x1, x2 = x[..., : head_dim // 2], x[..., head_dim // 2:]
+        rotated_half = torch.cat([-x2, x1], dim=-1)
+        return x * cos2 + rotated_half * sin2
+    if layout == "interleaved":
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    raise ValueError(f"unknown rope layout {layout!r}")
+
+
+# ----------------------------------------------------------------------------------------
+# Layers
+# ----------------------------------------------------------------------------------------
+
+def _layer_norm(x: Tensor, ln: nn.LayerNorm) -> Tensor:
+    return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+
+
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu}
+
+
+class Attention(nn.Module):
+    """Multi-head attention with biased q/k/v/out projections, scale 1/sqrt(head_dim).
+
+    Inputs are batch-first [B, T, D]. Without rope it is
+    F.multi_head_attention_forward; with rope (self-attention only) q and k are rotated
+    after projection and attention is softmax(q k^T scale + mask) v written out.
+    """
+
+    def __init__(self, d_model: int, heads: int):
+        super().__init__()
+        self.d_model, self.heads = d_model, heads
+        self.head_dim = d_model // heads
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def forward(self, query: Tensor, memory: Tensor, key_padding_mask: Optional[Tensor] = None,
+                causal: bool = False, rope: Optional[Tuple[float, str, int]] = None) -> Tensor:
+        """rope: (theta, layout, offset) to rotate q and k of a self-attention."""
+        if rope is not None:
+            return self._rotary(query, memory, key_padding_mask, causal, rope)
+        T, S = query.shape[1], memory.shape[1]
+        attn_mask = _causal_mask(T, S, query.device) if causal else None
+        # multi_head_attention_forward is sequence-first: [T, B, D].
+        q, kv = query.transpose(0, 1), memory.transpose(0, 1)
+        out, _ = F.multi_head_attention_forward(
+            q, kv, kv, self.d_model, self.heads,
+            in_proj_weight=None,
+            in_proj_bias=torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]),
+            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0,
+            out_proj_weight=self.out_proj.weight, out_proj_bias=self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=False,
+            attn_mask=attn_mask, use_separate_proj_weight=True,
+            q_proj_weight=self.q_proj.weight, k_proj_weight=self.k_proj.weight,
+            v_proj_weight=self.v_proj.weight)
+        return out.transpose(0, 1)
+
+    def _split(self, x: Tensor) -> Tensor:  # [B, T, D] -> [B, H, T, hd]
+        B, T, _ = x.shape
+        return x.view(B, T, self.heads, self.head_dim).transpose(1, 2)
+
+    def _rotary(self, query, memory, key_padding_mask, causal, rope):
+        theta, layout, offset = rope
+        q = self._split(F.linear(query, self.q_proj.weight, self.q_proj.bias))
+        k = self._split(F.linear(memory, self.k_proj.weight, self.k_proj.bias))
+        v = self._split(F.linear(memory, self.v_proj.weight, self.v_proj.bias))
+        q = rope_rotate(q, offset + torch.arange(q.shape[2]), theta, layout)
+        k = rope_rotate(k, offset + torch.arange(k.shape[2]), theta, layout)
+        out = explicit_attention(q, k, v, key_padding_mask, causal)
+        B, H, T, hd = out.shape
+        out = out.transpose(1, 2).reshape(B, T, H * hd)
+        return F.linear(out, self.out_proj.weight, self.out_proj.bias)
+
+
+def _causal_mask(T: int, S: int, device) -> Tensor:
+    """Bool [T, S], True where query t may NOT attend key s (s > t)."""
+    return torch.ones(T, S, dtype=torch.bool, device=device).triu(1)
+
+
+def explicit_attention(q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor],
+                       causal: bool) -> Tensor:
+    """softmax(q k^T / sqrt(hd) + mask) v for q [B,H,T,hd], k/v [B,H,S,hd];
+    key_padding_mask [B,S] True = pad."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if key_padding_mask is not None:
+        scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+    if causal:
+        scores = scores.masked_fill(_causal_mask(q.shape[2], k.shape[2], q.device), float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: dict, side: str = "encoder"):
+        super().__init__()
+        d, eps = cfg["d_model"], cfg["layer_norm_eps"]
+        self.normalize_before = cfg["normalize_before"]
+        self.activation = _ACTIVATIONS[cfg["activation_function"]]
+        self.self_attn = Attention(d, cfg[f"{side}_attention_heads"])
+        self.self_attn_layer_norm = nn.LayerNorm(d, eps=eps)
+        self.fc1 = nn.Linear(d, cfg[f"{side}_ffn_dim"])
+        self.fc2 = nn.Linear(cfg[f"{side}_ffn_dim"], d)
+        self.final_layer_norm = nn.LayerNorm(d, eps=eps)
+        self.dropout = 0.0
+
+    def _ffn(self, x: Tensor) -> Tensor:
+        return F.linear(self.activation(F.linear(x, self.fc1.weight, self.fc1.bias)),
+                        self.fc2.weight, self.fc2.bias)
+
+    def _block(self, x: Tensor, ln: nn.LayerNorm, fn) -> Tensor:
+        """One residual block: post-norm LN(x + f(x)) or pre-norm x + f(LN(x))."""
+        if self.normalize_before:
+            return x + F.dropout(fn(_layer_norm(x, ln)), self.dropout, self.training)
+        return _layer_norm(x + F.dropout(fn(x), self.dropout, self.training), ln)
+
+    def forward(self, x: Tensor, padding: Optional[Tensor], rope) -> Tensor:
+        x = self._block(x, self.self_attn_layer_norm,
+                        lambda h: self.self_attn(h, h, key_padding_mask=padding, rope=rope))
+        return self._block(x, self.final_layer_norm, self._ffn)
+
+
+class DecoderLayer(EncoderLayer):
+    def __init__(self, cfg: dict):
+        super().__init__(cfg, side="decoder")
+        d, eps = cfg["d_model"], cfg["layer_norm_eps"]
+        self.encoder_attn = Attention(d, cfg["decoder_attention_heads"])
+        self.encoder_attn_layer_norm = nn.LayerNorm(d, eps=eps)
+
+    def forward(self, x: Tensor, memory: Tensor, src_padding: Optional[Tensor], rope) -> Tensor:
+        x = self._block(x, self.self_attn_layer_norm,
+                        lambda h: self.self_attn(h, h, causal=True, rope=rope))
+        x = self._block(x, self.encoder_attn_layer_norm,
+                        lambda h: self.encoder_attn(h, memory, key_padding_mask=src_padding))
+        return self._block(x, self.final_layer_norm, self._ffn)
+
+
+class Stack(nn.Module):
+    """An encoder or decoder stack. Owns `embed_tokens` only when embeddings are not
+    shared (then `model.shared` holds them)."""
+
+    def __init__(self, cfg: dict, side: str, own_embeddings: bool):
+        super().__init__()
+        self.cfg, self.side = cfg, side
+        d = cfg["d_model"]
+        vocab = cfg["vocab_size"] if side == "encoder" else cfg["decoder_vocab_size"]
+        if own_embeddings:
+            self.embed_tokens = nn.Embedding(vocab, d)
+        if cfg["position_encoding"] == "learned":
+            self.embed_positions = nn.Embedding(
+                cfg["max_position_embeddings"] + cfg["position_offset"], d)
+        if cfg["layernorm_embedding"]:
+            self.layernorm_embedding = nn.LayerNorm(d, eps=cfg["layer_norm_eps"])
+        layer = EncoderLayer if side == "encoder" else DecoderLayer
+        self.layers = nn.ModuleList(layer(cfg) for _ in range(cfg[f"{side}_layers"]))
+        if cfg["normalize_before"]:
+            self.layer_norm = nn.LayerNorm(d, eps=cfg["layer_norm_eps"])
+        self.dropout = 0.0
+
+    def rope(self):
+        c = self.cfg
+        if c["position_encoding"] != "rope":
+            return None
+        return (c["rope_theta"], c["rope_layout"], c["position_offset"])
+
+    def embed(self, ids: Tensor, table: Tensor) -> Tensor:
+        c = self.cfg
+        x = F.embedding(ids, table)
+        if c["scale_embedding"]:
+            x = x * math.sqrt(c["d_model"])
+        n = ids.shape[1]
+        offset = c["position_offset"]
+        if c["position_encoding"] == "sinusoidal":
+            pe = sinusoidal_positions(offset + torch.arange(n), c["d_model"],
+                                      c["sinusoidal_layout"], c["sinusoidal_frequencies"])
+            x = x + pe.to(x.device, x.dtype)
+        elif c["position_encoding"] == "learned":
+            if n > c["max_position_embeddings"]:
+                raise ValueError(f"{self.side} sequence of {n} steps is longer than "
+                                 f"max_position_embeddings={c['max_position_embeddings']}")
+            x = x + self.embed_positions.weight[offset: offset + n]
+        if c["layernorm_embedding"]:
+            x = _layer_norm(x, self.layernorm_embedding)
+        return F.dropout(x, self.dropout, self.training)
+
+    def finish(self, x: Tensor) -> Tensor:
+        return _layer_norm(x, self.layer_norm) if self.cfg["normalize_before"] else x
+
+
+class _Model(nn.Module):
+    """The `model.` prefix of the tensor names."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        shared = cfg["share_encoder_decoder_embeddings"]
+        if shared:
+            self.shared = nn.Embedding(cfg["vocab_size"], cfg["d_model"])
+        self.encoder = Stack(cfg, "encoder", own_embeddings=not shared)
+        self.decoder = Stack(cfg, "decoder", own_embeddings=not shared)
+
+    def encoder_embeddings(self) -> Tensor:
+        return self.shared.weight if hasattr(self, "shared") else self.encoder.embed_tokens.weight
+
+    def decoder_embeddings(self) -> Tensor:
+        return self.shared.weight if hasattr(self, "shared") else self.decoder.embed_tokens.weight
+
+
+class OrdoModel(nn.Module):
+    """An ordo encoder-decoder. state_dict() keys are the model.safetensors tensor names.
+
+    Construction initialises weights for training (reset_parameters); a model for
+    inference comes from load_model_dir. `dropout` (residual and embedding dropout, as
+    Vaswani et al.) is only active in training mode.
+    """
+
+    def __init__(self, config: dict, final_logits_bias: bool = False, dropout: float = 0.0):
+        super().__init__()
+        self.config = full_config(config)
+        cfg = self.config
+        self.model = _Model(cfg)
+        if not cfg["tie_word_embeddings"]:
+            self.lm_head = nn.Linear(cfg["d_model"], cfg["decoder_vocab_size"], bias=False)
+        if final_logits_bias:
+            self.final_logits_bias = nn.Parameter(torch.zeros(1, cfg["decoder_vocab_size"]))
+        self.set_dropout(dropout)
+        self.reset_parameters()
+
+    def set_dropout(self, rate: float) -> None:
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {rate}")
+        self.dropout = rate
+        for m in self.modules():
+            if isinstance(m, (Stack, EncoderLayer)):
+                m.dropout = rate
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """Training init: Xavier-uniform linear weights, zero biases, N(0, d^-1/2)
+        embeddings (tokens, learned positions, lm_head), LayerNorm 1/0, zero logits bias."""
+        std = self.config["d_model"] ** -0.5
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                if m.bias is not None:
+                    m.bias.zero_()
+            elif isinstance(m, nn.Embedding):
+                m.weight.normal_(0.0, std)
+            elif isinstance(m, nn.LayerNorm):
+                m.weight.fill_(1.0)
+                m.bias.zero_()
+        if hasattr(self, "lm_head"):
+            self.lm_head.weight.normal_(0.0, std)
+        if hasattr(self, "final_logits_bias"):
+            self.final_logits_bias.zero_()
+
+    # -- forward ---------------------------------------------------------------------
+    def padding_mask(self, ids: Tensor) -> Tensor:
+        """ids == pad_token_id (True = pad), for src_padding."""
+        return ids.eq(self.config["pad_token_id"])
+
+    def encode(self, src_ids: Tensor, src_padding: Optional[Tensor] = None) -> Tensor:
+        """[B, S] ids -> [B, S, D]. src_padding [B, S] bool, True = pad; None = no padding."""
+        enc = self.model.encoder
+        x = enc.embed(src_ids, self.model.encoder_embeddings())
+        rope = enc.rope()
+        for layer in enc.layers:
+            x = layer(x, src_padding, rope)
+        return enc.finish(x)
+
+    def decode(self, memory: Tensor, src_padding: Optional[Tensor], tgt_in_ids: Tensor) -> Tensor:
+        """Logits [B, T, V] for decoder inputs [B, T] (causal), given encoder output."""
+        dec = self.model.decoder
+        table = self.model.decoder_embeddings()
+        x = dec.embed(tgt_in_ids, table)
+        rope = dec.rope()
+        for layer in dec.layers:
+            x = layer(x, memory, src_padding, rope)
+        x = dec.finish(x)
+        logits = F.linear(x, self.lm_head.weight if hasattr(self, "lm_head") else table)
+        if hasattr(self, "final_logits_bias"):
+            logits = logits + self.final_logits_bias
+        return logits
+
+    def forward(self, src_ids: Tensor, tgt_in_ids: Tensor,
+                src_padding: Optional[Tensor] = None) -> Tensor:
+        return self.decode(self.encode(src_ids, src_padding), src_padding, tgt_in_ids)
+
+    # -- inference -------------------------------------------------------------------
+    @torch.no_grad()
+    def greedy(self, src_ids: Sequence[int], max_length: int) -> Tuple[List[int], List[float]]:
+        """Greedy decoding of one source. Returns the ids generated after
+        decoder_start_token_id (stopping after eos, which is included) and, per step, the
+        margin top1 - top2 of the logits. Ties go to the lowest id."""
+        was_training = self.training
+        self.eval()
+        try:
+            cfg = self.config
+            src = torch.tensor([list(src_ids)], dtype=torch.long)
+            memory = self.encode(src)
+            tgt = [cfg["decoder_start_token_id"]]
+            ids, margins = [], []
+            for _ in range(max_length):
+                logits = self.decode(memory, None, torch.tensor([tgt], dtype=torch.long))[0, -1]
+                best = int(torch.argmax(logits))  # first maximum
+                top2 = torch.topk(logits, 2).values if logits.numel() > 1 else None
+                margins.append(float(top2[0] - top2[1]) if top2 is not None else math.inf)
+                ids.append(best)
+                tgt.append(best)
+                if best == cfg["eos_token_id"]:
+                    break
+            return ids, margins
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
+    def score(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> List[float]:
+        """Teacher-forced log-probabilities of each target token (decoder input is
+        [decoder_start] + tgt[:-1]); log_softmax of the float32 logits, in float64."""
+        was_training = self.training
+        self.eval()
+        try:
+            tgt = list(tgt_ids)
+            if not tgt:
+                return []
+            src = torch.tensor([list(src_ids)], dtype=torch.long)
+            tgt_in = torch.tensor([[self.config["decoder_start_token_id"]] + tgt[:-1]])
+            logits = self(src, tgt_in)[0].to(torch.float64)
+            logp = torch.log_softmax(logits, dim=-1)
+            return logp.gather(1, torch.tensor(tgt)[:, None])[:, 0].tolist()
+        finally:
+            self.train(was_training)
+
+
+# ----------------------------------------------------------------------------------------
+# safetensors
+# ----------------------------------------------------------------------------------------
+
+_ST_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+    "U8": torch.uint8, "BOOL": torch.bool,
+}
+_ST_NAMES = {v: k for k, v in _ST_DTYPES.items()}
+_NP_DTYPES = {
+    "F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<i2", "I64": "<i8", "I32": "<i4",
+    "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?",
+}
+
+
+def _tensor_bytes(t: Tensor) -> bytes:
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    arr = t.numpy()
+    return arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
+def write_safetensors(path, tensors: Dict[str, Tensor],
+                      metadata: Optional[Dict[str, str]] = None) -> None:
+    """Writes a safetensors file: u64 LE header length N, an N-byte JSON header
+    {name: {dtype, shape, data_offsets}} (plus "__metadata__" when given) padded with
+    spaces to a multiple of 8, then the tensors' bytes in sorted-name order, contiguous."""
+    header = {}
+    blobs = []
+    offset = 0
+    for name in sorted(tensors):
+        if name == "__metadata__":
+            raise ValueError("'__metadata__' is not a valid tensor name")
+        t = tensors[name]
+        if t.dtype not in _ST_NAMES:
+            raise ValueError(f"tensor '{name}': unsupported dtype {t.dtype}")
+        blob = _tensor_bytes(t)
+        header[name] = {"dtype": _ST_NAMES[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    if metadata:
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise ValueError("safetensors metadata must map str to str")
+        header = {"__metadata__": dict(metadata), **header}
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+
+
+def read_safetensors(path) -> Dict[str, Tensor]:
+    """Reads and validates a safetensors file (any tensor order; entries must tile the
+    data exactly). Returns {name: tensor} in the file's dtypes; "__metadata__" is skipped."""
+    data = Path(path).read_bytes()
+    if len(data) < 8:
+        raise ValueError(f"{path}: too short for a safetensors header")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8:
+        raise ValueError(f"{path}: header length {n} exceeds the file size {len(data)}")
+    try:
+        header = json.loads(data[8: 8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: header is not JSON: {e}") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: header is not a JSON object")
+    body = memoryview(data)[8 + n:]
+    out, spans = {}, []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if dtype not in _ST_DTYPES:
+            raise ValueError(f"{path}: tensor '{name}' has unsupported dtype {dtype!r}")
+        if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
+            raise ValueError(f"{path}: tensor '{name}' has a bad shape {shape!r}")
+        if not (isinstance(offsets, list) and len(offsets) == 2
+                and all(isinstance(o, int) for o in offsets) and 0 <= offsets[0] <= offsets[1]):
+            raise ValueError(f"{path}: tensor '{name}' has bad data_offsets {offsets!r}")
+        begin, end = offsets
+        numel = math.prod(shape)
+        np_dtype = np.dtype(_NP_DTYPES[dtype])
+        if end - begin != numel * np_dtype.itemsize:
+            raise ValueError(f"{path}: tensor '{name}' spans {end - begin} bytes, "
+                             f"but {dtype}{shape} needs {numel * np_dtype.itemsize}")
+        if end > len(body):
+            raise ValueError(f"{path}: tensor '{name}' ends at {end}, past the end of the "
+                             f"data ({len(body)} bytes)")
+        spans.append((begin, end, name))
+        arr = np.frombuffer(body[begin:end], dtype=np_dtype).astype(np_dtype.newbyteorder("="))
+        t = torch.from_numpy(arr.reshape(shape).copy())
+        if dtype == "BF16":
+            t = t.view(torch.bfloat16)
+        out[name] = t
+    position = 0
+    for begin, end, name in sorted(spans):
+        if begin != position:
+            raise ValueError(f"{path}: tensor '{name}' starts at {begin}, expected {position} "
+                             "(gap or overlap)")
+        position = end
+    if position != len(body):
+        raise ValueError(f"{path}: tensors end at {position} but the data is {len(body)} bytes")
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# Model directories
+# ----------------------------------------------------------------------------------------
+
+_SAVE_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+@torch.no_grad()
+def round_weights_(model: OrdoModel, dtype: str) -> OrdoModel:
+    """Rounds every parameter in place to `dtype` (F32 | F16 | BF16) and back to float32,
+    so the model computes with exactly what a file of that dtype holds."""
+    if dtype not in _SAVE_DTYPES:
+        raise ValueError(f"dtype must be one of {' | '.join(_SAVE_DTYPES)}, got {dtype!r}")
+    target = _SAVE_DTYPES[dtype]
+    for name, p in model.state_dict().items():
+        if target is torch.float16 and p.abs().max() > torch.finfo(torch.float16).max:
+            raise ValueError(f"tensor '{name}' overflows F16")
+        p.copy_(p.to(target).to(p.dtype))
+    return model
+
+
+def save_model_dir(model: OrdoModel, out_dir, dtype: str = "F32",
+                   extra_config: Optional[dict] = None) -> None:
+    """Writes out_dir/config.json (the full config plus extra_config, pretty) and
+    out_dir/model.safetensors (state_dict in `dtype`). For F16/BF16 the in-memory model
+    is rounded to that dtype first (round_weights_), so it matches the file exactly."""
+    round_weights_(model, dtype)
+    config = dict(model.config)
+    for key, value in (extra_config or {}).items():
+        if key in CONFIG_KEYS and config.get(key) != value:
+            raise ValueError(f"extra_config key '{key}' conflicts with the model's config "
+                             f"({value!r} != {config.get(key)!r})")
+        config[key] = value
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    target = _SAVE_DTYPES[dtype]
+    tensors = {k: v.detach().to(target) for k, v in model.state_dict().items()}
+    write_safetensors(out / "model.safetensors", tensors, metadata={"format": "pt"})
+
+
+def load_model_dir(path) -> OrdoModel:
+    """Loads a model directory into a float32 OrdoModel in eval mode. The file must hold
+    exactly the tensors the config implies (final_logits_bias optional), with their shapes."""
+    path = Path(path)
+    config = full_config(json.loads((path / "config.json").read_text()))
+    tensors = read_safetensors(path / "model.safetensors")
+    model = OrdoModel(config, final_logits_bias="final_logits_bias" in tensors)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        raise ValueError(f"{path / 'model.safetensors'}: missing tensors {missing}, "
+                         f"unexpected tensors {unexpected}")
+    for name, t in tensors.items():
+        if tuple(t.shape) != tuple(expected[name].shape):
+            raise ValueError(f"{path / 'model.safetensors'}: tensor '{name}' has shape "
+                             f"{list(t.shape)}, expected {list(expected[name].shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"{path / 'model.safetensors'}: tensor '{name}' is {t.dtype}")
+    model.load_state_dict({k: v.to(torch.float32) for k, v in tensors.items()}, strict=True)
+    return model.eval()

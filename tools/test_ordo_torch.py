@@ -1,0 +1,564 @@
+#!/usr/bin/python3
+"""Self-checks of the PyTorch oracle (tools/ordo_torch.py) and the parity-model generator.
+
+    /usr/bin/python3 tools/test_ordo_torch.py [-v]
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import math
+import struct
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_parity_models  # noqa: E402
+from ordo_torch import (  # noqa: E402
+    OrdoModel, explicit_attention, full_config, load_model_dir, read_safetensors,
+    rope_rotate, save_model_dir, sinusoidal_positions, write_safetensors)
+
+torch.set_num_threads(1)
+
+BASE = dict(vocab_size=40, d_model=16, encoder_layers=2, decoder_layers=2,
+            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+            decoder_ffn_dim=32, max_position_embeddings=32, pad_token_id=0, eos_token_id=1,
+            decoder_start_token_id=0)
+
+POSITION_VARIANTS = {
+    "sinusoidal": dict(position_encoding="sinusoidal"),
+    "sinusoidal-split": dict(position_encoding="sinusoidal", sinusoidal_layout="split"),
+    "sinusoidal-t2t": dict(position_encoding="sinusoidal", sinusoidal_frequencies="tensor2tensor"),
+    "learned": dict(position_encoding="learned", position_offset=2),
+    "rope-half": dict(position_encoding="rope", position_offset=3),
+    "rope-interleaved": dict(position_encoding="rope", rope_layout="interleaved"),
+    "none": dict(position_encoding="none"),
+}
+
+
+def random_model(seed=0, bias=False, **overrides) -> OrdoModel:
+    """A model with large random weights (outputs far from degenerate)."""
+    torch.manual_seed(seed)
+    model = OrdoModel(dict(BASE, **overrides), final_logits_bias=bias).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name and name.endswith("weight"):
+                p.copy_(1 + 0.2 * torch.randn(p.shape))
+            else:
+                p.copy_(0.4 * torch.randn(p.shape))
+    return model
+
+
+class ConfigTest(unittest.TestCase):
+    def test_defaults(self):
+        cfg = full_config(BASE)
+        self.assertEqual(cfg["decoder_vocab_size"], 40)
+        self.assertEqual(cfg["position_encoding"], "sinusoidal")
+        self.assertEqual(cfg["activation_function"], "relu")
+        self.assertIs(cfg["normalize_before"], False)
+        self.assertIs(cfg["tie_word_embeddings"], True)
+        self.assertEqual(cfg["layer_norm_eps"], 1e-5)
+        self.assertEqual(cfg["rope_theta"], 10000.0)
+        self.assertNotIn("bos_token_id", cfg)
+        self.assertEqual(full_config(dict(BASE, bos_token_id=2))["bos_token_id"], 2)
+        self.assertEqual(full_config(dict(BASE, note="x"))["note"], "x")  # extra keys kept
+
+    def test_errors_name_the_key(self):
+        bad = {
+            "d_model": dict(BASE, d_model=None),
+            "encoder_attention_heads": dict(BASE, encoder_attention_heads=3),
+            "position_encoding": dict(BASE, position_encoding="alibi"),
+            "normalize_before": dict(BASE, normalize_before=1),
+            "vocab_size": dict(BASE, vocab_size="40"),
+            "share_encoder_decoder_embeddings": dict(BASE, decoder_vocab_size=37),
+            "decoder_attention_heads": dict(BASE, position_encoding="rope", d_model=12,
+                                            encoder_attention_heads=2, decoder_attention_heads=4),
+            "eos_token_id": dict(BASE, eos_token_id=40),
+            "layer_norm_eps": dict(BASE, layer_norm_eps=0),
+            "position_offset": dict(BASE, position_offset=-1),
+        }
+        for key, cfg in bad.items():
+            with self.subTest(key=key):
+                with self.assertRaisesRegex(ValueError, f"'{key}'"):
+                    full_config(cfg)
+        partial = dict(BASE)
+        del partial["eos_token_id"]
+        with self.assertRaisesRegex(ValueError, "'eos_token_id' is required"):
+            full_config(partial)
+
+
+class SafetensorsTest(unittest.TestCase):
+    def tensors(self):
+        g = torch.Generator().manual_seed(1)
+        return {
+            "b.f32": torch.randn(3, 5, generator=g),
+            "a.f16": torch.randn(7, generator=g).half(),
+            "c.bf16": torch.randn(2, 3, generator=g).bfloat16(),
+            "d.i64": torch.arange(-3, 3, dtype=torch.int64).reshape(2, 3),
+            "e.bool": torch.tensor([True, False, True]),
+            "f.scalar": torch.tensor(2.5),
+            "g.empty": torch.zeros(0, 4),
+            "h.f64": torch.randn(3, dtype=torch.float64, generator=g),
+        }
+
+    def test_writer_output_follows_the_spec(self):
+        tensors = self.tensors()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "x.safetensors"
+            write_safetensors(path, tensors, metadata={"format": "pt"})
+            raw = path.read_bytes()
+        (n,) = struct.unpack("<Q", raw[:8])
+        self.assertEqual(n % 8, 0)
+        text = raw[8:8 + n].decode("utf-8")
+        self.assertEqual(text, text.rstrip(" ") + " " * (len(text) - len(text.rstrip(" "))))
+        header = json.loads(text)
+        self.assertEqual(header.pop("__metadata__"), {"format": "pt"})
+        self.assertEqual(sorted(header), sorted(tensors))
+        data = raw[8 + n:]
+        position = 0
+        names = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                 "I64": torch.int64, "BOOL": torch.bool, "F64": torch.float64}
+        for name in sorted(tensors):  # data in sorted-name order, contiguous
+            info, t = header[name], tensors[name]
+            self.assertEqual(set(info), {"dtype", "shape", "data_offsets"})
+            self.assertEqual(names[info["dtype"]], t.dtype)
+            self.assertEqual(info["shape"], list(t.shape))
+            begin, end = info["data_offsets"]
+            self.assertEqual(begin, position)
+            position = end
+            blob = data[begin:end]
+            if t.dtype == torch.bfloat16:  # the high half of each float32
+                bits = np.frombuffer(t.float().numpy().astype("<f4").tobytes(), "<u4") >> 16
+                self.assertEqual(blob, bits.astype("<u2").tobytes())
+            elif t.dtype == torch.bool:
+                self.assertEqual(blob, bytes(int(v) for v in t.flatten().tolist()))
+            else:
+                np_type = {torch.float32: "<f4", torch.float16: "<f2", torch.int64: "<i8",
+                           torch.float64: "<f8"}[t.dtype]
+                self.assertEqual(blob, t.numpy().astype(np_type).tobytes())
+        self.assertEqual(position, len(data))
+
+    def test_round_trip_and_validation(self):
+        tensors = self.tensors()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "x.safetensors"
+            write_safetensors(path, tensors)
+            back = read_safetensors(path)
+            self.assertEqual(sorted(back), sorted(tensors))
+            for name, t in tensors.items():
+                self.assertEqual(back[name].dtype, t.dtype, name)
+                self.assertTrue(torch.equal(back[name], t), name)
+            raw = path.read_bytes()
+            path.write_bytes(raw[:-1])
+            with self.assertRaisesRegex(ValueError, "h.f64.*past the end"):
+                read_safetensors(path)
+            (n,) = struct.unpack("<Q", raw[:8])
+            header = json.loads(raw[8:8 + n])
+            header["b.f32"]["data_offsets"][0] += 4  # claims 4 bytes fewer: size mismatch
+            text = json.dumps(header).encode()
+            text += b" " * (-len(text) % 8)
+            path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+            with self.assertRaisesRegex(ValueError, "b.f32"):
+                read_safetensors(path)
+
+
+class RoundTripTest(unittest.TestCase):
+    CONFIGS = [
+        dict(),
+        dict(position_encoding="learned", position_offset=2, normalize_before=True,
+             layernorm_embedding=True),
+        dict(share_encoder_decoder_embeddings=False, decoder_vocab_size=37,
+             tie_word_embeddings=False, position_encoding="rope", activation_function="gelu"),
+        dict(tie_word_embeddings=False, scale_embedding=True, activation_function="swish",
+             encoder_attention_heads=4, decoder_ffn_dim=24, layer_norm_eps=1e-6),
+    ]
+
+    def test_f32_round_trip_is_exact(self):
+        src, tgt = [5, 9, 3, 1], [7, 4, 1]
+        for i, cfg in enumerate(self.CONFIGS):
+            with self.subTest(config=cfg), tempfile.TemporaryDirectory() as tmp:
+                model = random_model(i, bias=i % 2 == 1, **cfg)
+                before = {k: v.clone() for k, v in model.state_dict().items()}
+                save_model_dir(model, tmp, extra_config={"description": "test"})
+                loaded = load_model_dir(tmp)
+                self.assertEqual(json.loads((Path(tmp) / "config.json").read_text())["description"],
+                                 "test")
+                self.assertEqual(sorted(loaded.state_dict()), sorted(before))
+                for k, v in loaded.state_dict().items():
+                    self.assertTrue(torch.equal(v, before[k]), k)
+                self.assertEqual(read_safetensors(Path(tmp) / "model.safetensors")[
+                    "model.encoder.layers.0.fc1.weight"].dtype, torch.float32)
+                self.assertEqual(loaded.score(src, tgt), model.score(src, tgt))
+                self.assertEqual(loaded.greedy(src, 8), model.greedy(src, 8))
+                self.assertEqual(hasattr(loaded, "final_logits_bias"), i % 2 == 1)
+
+    def test_f16_bf16_round_the_in_memory_model(self):
+        for dtype, torch_dtype in (("F16", torch.float16), ("BF16", torch.bfloat16)):
+            with self.subTest(dtype=dtype), tempfile.TemporaryDirectory() as tmp:
+                model = random_model(3, bias=True, **self.CONFIGS[2])
+                original = model.state_dict()["model.encoder.layers.0.fc1.weight"].clone()
+                save_model_dir(model, tmp, dtype=dtype)
+                stored = read_safetensors(Path(tmp) / "model.safetensors")
+                self.assertTrue(all(t.dtype == torch_dtype for t in stored.values()))
+                state = model.state_dict()
+                for k, v in stored.items():
+                    self.assertTrue(torch.equal(v.float(), state[k]), k)
+                self.assertFalse(torch.equal(original, state["model.encoder.layers.0.fc1.weight"]))
+                loaded = load_model_dir(tmp)
+                self.assertEqual(loaded.score([4, 1], [5, 1]), model.score([4, 1], [5, 1]))
+
+    def test_load_rejects_missing_and_unexpected_tensors(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = random_model()
+            save_model_dir(model, tmp)
+            tensors = read_safetensors(Path(tmp) / "model.safetensors")
+            tensors["lm_head.weight"] = torch.zeros(40, 16)
+            del tensors["model.decoder.layers.1.fc2.bias"]
+            write_safetensors(Path(tmp) / "model.safetensors", tensors)
+            with self.assertRaisesRegex(ValueError, "model.decoder.layers.1.fc2.bias"):
+                load_model_dir(tmp)
+
+
+class PositionsTest(unittest.TestCase):
+    def test_sinusoidal_formula(self):
+        d = 10
+        for layout, freqs in itertools.product(("interleaved", "split"),
+                                               ("vaswani", "tensor2tensor")):
+            pe = sinusoidal_positions(torch.arange(50), d, layout, freqs)
+            for p in (0, 1, 7, 49):
+                for i in range(d // 2):
+                    w = (10000.0 ** (-2 * i / d) if freqs == "vaswani"
+                         else math.exp(-i * math.log(10000.0) / (d / 2 - 1)))
+                    s, c = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, d // 2 + i)
+                    self.assertAlmostEqual(pe[p, s].item(), math.sin(p * w), delta=1e-7)
+                    self.assertAlmostEqual(pe[p, c].item(), math.cos(p * w), delta=1e-7)
+
+    def test_positions_start_at_offset(self):
+        # Sinusoidal: offset 1 equals positions 1..n of offset 0; learned uses rows offset+s.
+        a = random_model(0, position_offset=1)
+        b = random_model(0)
+        src = torch.tensor([[5, 9, 3, 1]])
+        emb = b.model.shared.weight[src] + sinusoidal_positions(torch.arange(1, 5), 16)
+        self.assertTrue(torch.allclose(a.model.encoder.embed(src, a.model.shared.weight), emb))
+        m = random_model(0, position_encoding="learned", position_offset=2)
+        emb = m.model.shared.weight[src] + m.model.encoder.embed_positions.weight[2:6]
+        self.assertTrue(torch.equal(m.model.encoder.embed(src, m.model.shared.weight), emb))
+
+    def test_learned_positions_too_long(self):
+        model = random_model(position_encoding="learned", max_position_embeddings=6)
+        model.encode(torch.tensor([[3] * 6]))
+        with self.assertRaisesRegex(ValueError, "max_position_embeddings=6"):
+            model.encode(torch.tensor([[3] * 7]))
+
+    @staticmethod
+    def naive_rope(x, p, theta, layout):
+        out = x.clone().double()
+        hd = x.shape[-1]
+        for i in range(hd // 2):
+            angle = p * theta ** (-2 * i / hd)
+            a, b = (i, i + hd // 2) if layout == "half" else (2 * i, 2 * i + 1)
+            out[a] = x[a] * math.cos(angle) - x[b] * math.sin(angle)
+            out[b] = x[a] * math.sin(angle) + x[b] * math.cos(angle)
+        return out.float()
+
+    def test_rope(self):
+        g = torch.Generator().manual_seed(0)
+        hd = 8
+        q, k = torch.randn(hd, generator=g), torch.randn(hd, generator=g)
+        for layout in ("half", "interleaved"):
+            for theta in (10000.0, 100.0):
+                with self.subTest(layout=layout, theta=theta):
+                    pos = torch.arange(40)
+                    rq = rope_rotate(q.expand(40, hd), pos, theta, layout)
+                    rk = rope_rotate(k.expand(40, hd), pos, theta, layout)
+                    # Norms are preserved.
+                    self.assertTrue(torch.allclose(rq.norm(dim=-1), q.norm().expand(40), atol=1e-5))
+                    # <R_m q, R_n k> depends only on m - n.
+                    for delta in (0, 1, 5, -3):
+                        dots = [float(rq[m] @ rk[m - delta]) for m in range(max(delta, 0) + 3, 37)]
+                        self.assertLess(max(dots) - min(dots), 1e-4, (delta, dots))
+                    # The formula, pair by pair.
+                    for p in (0, 1, 13, 39):
+                        self.assertTrue(torch.allclose(rq[p], self.naive_rope(q, p, theta, layout),
+                                                       atol=1e-6))
+        # half layout = Hugging Face LLaMA rotate_half.
+        x = torch.randn(2, 3, 5, hd, generator=g)
+        pos = torch.arange(5) + 4
+        inv = 1.0 / (10000.0 ** (torch.arange(0, hd, 2).double() / hd))
+        freqs = pos.double()[:, None] * inv[None]
+        emb = torch.cat([freqs, freqs], dim=-1)
+
+        def rotate_half(t):
+            return torch.cat((-t[..., hd // 2:], t[..., : hd // 2]), dim=-1)
+
+        hf = x * emb.cos().float() + rotate_half(x) * emb.sin().float()
+        self.assertTrue(torch.allclose(rope_rotate(x, pos, 10000.0, "half"), hf, atol=1e-6))
+        # The two layouts are the same rotation on permuted dimensions.
+        perm = torch.tensor([i // 2 + (hd // 2) * (i % 2) for i in range(hd)])
+        self.assertTrue(torch.allclose(rope_rotate(x[..., perm], pos, 10000.0, "interleaved"),
+                                       rope_rotate(x, pos, 10000.0, "half")[..., perm], atol=1e-6))
+
+
+class ModelTest(unittest.TestCase):
+    def test_permutation_equivariance_only_without_positions(self):
+        src = torch.tensor([[4, 9, 13, 22, 7, 30, 11, 1]])
+        perm = torch.tensor([3, 0, 6, 1, 7, 2, 5, 4])
+        for name, pos in POSITION_VARIANTS.items():
+            for pre in (False, True):
+                with self.subTest(positions=name, pre_norm=pre):
+                    model = random_model(5, normalize_before=pre, layernorm_embedding=pre, **pos)
+                    out = model.encode(src)[0]
+                    out_perm = model.encode(src[:, perm])[0]
+                    diff = (out_perm - out[perm]).abs().max().item()
+                    if name == "none":
+                        self.assertLess(diff, 1e-5)
+                    else:
+                        self.assertGreater(diff, 1e-2)
+
+    def test_greedy_equals_argmax_of_forward(self):
+        for i, (name, pos) in enumerate(POSITION_VARIANTS.items()):
+            with self.subTest(positions=name):
+                model = random_model(10 + i, bias=True, normalize_before=i % 2 == 1,
+                                     tie_word_embeddings=i % 3 == 0, **pos)
+                src = [5, 17, 2, 33, 1]
+                ids, margins = model.greedy(src, 9)
+                self.assertEqual(len(ids), len(margins))
+                self.assertTrue(len(ids) == 9 or ids[-1] == 1)
+                self.assertNotIn(1, ids[:-1])
+                tgt_in = torch.tensor([[0] + ids[:-1]])
+                logits = model(torch.tensor([src]), tgt_in)[0]
+                self.assertEqual(logits.argmax(-1).tolist(), ids)
+                top2 = logits.topk(2, dim=-1).values
+                self.assertTrue(torch.allclose(top2[:, 0] - top2[:, 1], torch.tensor(margins),
+                                               atol=1e-5))
+                scores = model.score(src, ids)
+                logp = torch.log_softmax(logits.double(), -1)
+                self.assertTrue(np.allclose(scores, logp[range(len(ids)), ids].tolist(), atol=1e-9))
+
+    def test_greedy_stops_at_eos(self):
+        model = random_model(3, bias=True)
+        with torch.no_grad():
+            model.final_logits_bias[0, 1] = 1e4  # eos always wins
+        self.assertEqual(model.greedy([4, 1], 5)[0], [1])
+
+    def test_padding_does_not_change_outputs(self):
+        sources = [[5, 9, 3, 1], [8, 1], [4, 12, 19, 22, 7, 1]]
+        targets = [[0, 6, 2], [0, 3, 3], [0, 9, 11]]
+        S = max(map(len, sources))
+        for name, pos in POSITION_VARIANTS.items():
+            with self.subTest(positions=name):
+                model = random_model(2, normalize_before=True, **pos)
+                src = torch.tensor([s + [0] * (S - len(s)) for s in sources])
+                pad = model.padding_mask(src)
+                enc = model.encode(src, pad)
+                logits = model(src, torch.tensor(targets), pad)
+                for b, (s, t) in enumerate(zip(sources, targets)):
+                    alone = model.encode(torch.tensor([s]))[0]
+                    self.assertTrue(torch.allclose(enc[b, :len(s)], alone, atol=1e-5))
+                    alone = model(torch.tensor([s]), torch.tensor([t]))[0]
+                    self.assertTrue(torch.allclose(logits[b], alone, atol=1e-4))
+
+    def test_explicit_attention_matches_multi_head_attention_forward(self):
+        torch.manual_seed(0)
+        model = random_model(4, encoder_attention_heads=4)
+        attn = model.model.encoder.layers[0].self_attn
+        x, mem = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+        pad = torch.tensor([[False] * 7, [False] * 4 + [True] * 3])
+
+        def explicit(q_in, kv_in, mask, causal):
+            def split(t):
+                return t.view(t.shape[0], t.shape[1], 4, 4).transpose(1, 2)
+
+            q = split(F.linear(q_in, attn.q_proj.weight, attn.q_proj.bias))
+            k = split(F.linear(kv_in, attn.k_proj.weight, attn.k_proj.bias))
+            v = split(F.linear(kv_in, attn.v_proj.weight, attn.v_proj.bias))
+            o = explicit_attention(q, k, v, mask, causal).transpose(1, 2).reshape(q_in.shape)
+            return F.linear(o, attn.out_proj.weight, attn.out_proj.bias)
+
+        self.assertTrue(torch.allclose(attn(x, mem, key_padding_mask=pad),
+                                       explicit(x, mem, pad, False), atol=1e-5))
+        self.assertTrue(torch.allclose(attn(x, x, causal=True), explicit(x, x, None, True),
+                                       atol=1e-5))
+
+    def test_matches_torch_transformer_layers(self):
+        """Layer wiring against torch.nn.TransformerEncoder/DecoderLayer (no positions)."""
+        acts = {"relu": "relu", "gelu": "gelu", "swish": F.silu}
+        for act, pre in itertools.product(acts, (False, True)):
+            with self.subTest(activation=act, pre_norm=pre):
+                model = random_model(6, position_encoding="none", activation_function=act,
+                                     normalize_before=pre, layer_norm_eps=1e-6)
+                d = 16
+
+                def copy_attn(dst, src):
+                    dst.in_proj_weight.data = torch.cat(
+                        [src.q_proj.weight, src.k_proj.weight, src.v_proj.weight])
+                    dst.in_proj_bias.data = torch.cat(
+                        [src.q_proj.bias, src.k_proj.bias, src.v_proj.bias])
+                    dst.out_proj.weight.data = src.out_proj.weight.data
+                    dst.out_proj.bias.data = src.out_proj.bias.data
+
+                def copy_common(dst, src, norms):
+                    dst.linear1.weight.data, dst.linear1.bias.data = src.fc1.weight.data, src.fc1.bias.data
+                    dst.linear2.weight.data, dst.linear2.bias.data = src.fc2.weight.data, src.fc2.bias.data
+                    for dst_norm, src_norm in norms:
+                        getattr(dst, dst_norm).weight.data = getattr(src, src_norm).weight.data
+                        getattr(dst, dst_norm).bias.data = getattr(src, src_norm).bias.data
+
+                enc_layers = []
+                for layer in model.model.encoder.layers:
+                    ref = nn.TransformerEncoderLayer(d, 2, 32, dropout=0.0, activation=acts[act],
+                                                     layer_norm_eps=1e-6, batch_first=True,
+                                                     norm_first=pre).eval()
+                    copy_attn(ref.self_attn, layer.self_attn)
+                    copy_common(ref, layer, (("norm1", "self_attn_layer_norm"),
+                                            ("norm2", "final_layer_norm")))
+                    enc_layers.append(ref)
+                dec_layers = []
+                for layer in model.model.decoder.layers:
+                    ref = nn.TransformerDecoderLayer(d, 2, 32, dropout=0.0, activation=acts[act],
+                                                     layer_norm_eps=1e-6, batch_first=True,
+                                                     norm_first=pre).eval()
+                    copy_attn(ref.self_attn, layer.self_attn)
+                    copy_attn(ref.multihead_attn, layer.encoder_attn)
+                    copy_common(ref, layer, (("norm1", "self_attn_layer_norm"),
+                                            ("norm2", "encoder_attn_layer_norm"),
+                                            ("norm3", "final_layer_norm")))
+                    dec_layers.append(ref)
+
+                src = torch.tensor([[4, 9, 13, 22, 1]])
+                tgt = torch.tensor([[0, 7, 7, 3]])
+                E = model.model.shared.weight
+                with torch.no_grad():
+                    h = E[src]
+                    for ref in enc_layers:
+                        h = ref(h)
+                    if pre:
+                        h = F.layer_norm(h, (d,), model.model.encoder.layer_norm.weight,
+                                         model.model.encoder.layer_norm.bias, 1e-6)
+                    memory = h
+                    causal = torch.triu(torch.full((4, 4), float("-inf")), 1)
+                    y = E[tgt]
+                    for ref in dec_layers:
+                        y = ref(y, memory, tgt_mask=causal)
+                    if pre:
+                        y = F.layer_norm(y, (d,), model.model.decoder.layer_norm.weight,
+                                         model.model.decoder.layer_norm.bias, 1e-6)
+                    logits = y @ E.T
+                self.assertTrue(torch.allclose(model.encode(src), memory, atol=1e-5))
+                self.assertTrue(torch.allclose(model(src, tgt), logits, atol=1e-4))
+
+    def test_trainable_on_a_copy_task(self):
+        torch.manual_seed(0)
+        cfg = dict(BASE, vocab_size=12, d_model=32, encoder_attention_heads=4,
+                   decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64)
+        for pos in ("sinusoidal", "rope"):
+            with self.subTest(positions=pos):
+                model = OrdoModel(dict(cfg, position_encoding=pos), dropout=0.1).train()
+                body = torch.randint(2, 12, (32, 5))
+                src = torch.cat([body, torch.ones(32, 1, dtype=torch.long)], dim=1)
+                src[:8, 3:] = 0  # some padded sources
+                src[:8, 3] = 1
+                tgt_out = src.clone()
+                tgt_in = torch.cat([torch.zeros(32, 1, dtype=torch.long), tgt_out[:, :-1]], dim=1)
+                pad = model.padding_mask(src)
+                opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+
+                def loss_fn():
+                    logits = model(src, tgt_in, pad)
+                    return F.cross_entropy(logits.reshape(-1, 12), tgt_out.reshape(-1),
+                                           ignore_index=0)
+
+                first = None
+                for step in range(40):
+                    opt.zero_grad()
+                    loss = loss_fn()
+                    loss.backward()
+                    if step == 0:
+                        first = loss.item()
+                        for name, p in model.named_parameters():
+                            self.assertIsNotNone(p.grad, name)
+                            self.assertTrue(torch.isfinite(p.grad).all(), name)
+                    opt.step()
+                model.eval()
+                with torch.no_grad():
+                    last = loss_fn().item()
+                self.assertLess(last, 0.6 * first, (first, last))
+
+
+class ParityModelsTest(unittest.TestCase):
+    def test_generator(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with contextlib.redirect_stdout(io.StringIO()):
+                make_parity_models.main(["--out", tmp, "--seed", "3"])
+            index = json.loads((Path(tmp) / "index.json").read_text())
+            self.assertEqual(len(index["models"]), 42)
+            seen = set()
+            for name in index["models"]:
+                cfg = json.loads((Path(tmp) / name / "config.json").read_text())
+                ref = json.loads((Path(tmp) / name / "reference.json").read_text())
+                dtype = ref["dtype"]
+                seen.add((cfg["position_encoding"], cfg["sinusoidal_layout"],
+                          cfg["sinusoidal_frequencies"], cfg["rope_layout"],
+                          cfg["normalize_before"], dtype))
+                seen.update({("activation", cfg["activation_function"]),
+                             ("offset", cfg["position_encoding"], cfg["position_offset"])})
+                if not cfg["share_encoder_decoder_embeddings"]:
+                    seen.add("separate vocab")
+                if not cfg["tie_word_embeddings"]:
+                    seen.add("untied")
+                if cfg["layernorm_embedding"]:
+                    seen.add("layernorm_embedding")
+                if cfg["scale_embedding"]:
+                    seen.add("scale_embedding")
+                if cfg["layer_norm_eps"] == 1e-6:
+                    seen.add("eps")
+                if cfg["encoder_attention_heads"] != cfg["decoder_attention_heads"]:
+                    seen.add("heads")
+                model = load_model_dir(Path(tmp) / name)
+                if hasattr(model, "final_logits_bias"):
+                    seen.add("final_logits_bias")
+                lengths = set()
+                for case in ref["cases"]:
+                    lengths.add(len(case["source_ids"]))
+                    self.assertEqual(case["source_ids"][-1], cfg["eos_token_id"])
+                    self.assertNotIn(cfg["pad_token_id"], case["source_ids"])
+                    self.assertEqual(case["target_ids"][-1], cfg["eos_token_id"])
+                    self.assertGreaterEqual(min(case["greedy_margins"]), 1e-3)
+                    ids, _ = model.greedy(case["source_ids"], case["greedy_max_length"])
+                    self.assertEqual(ids, case["greedy_ids"])
+                    self.assertEqual(model.score(case["source_ids"], case["target_ids"]),
+                                     case["token_logprobs"])
+                    enc = model.encode(torch.tensor([case["source_ids"]]))[0]
+                    self.assertTrue(torch.equal(enc, torch.tensor(case["encoder_output"])))
+                self.assertEqual(len(lengths), len(ref["cases"]))
+                self.assertIn(1, lengths)
+        for pe, layout, freqs, rope_layout in (
+                ("sinusoidal", "interleaved", "vaswani", "half"),
+                ("sinusoidal", "split", "vaswani", "half"),
+                ("learned", "interleaved", "vaswani", "half"),
+                ("rope", "interleaved", "vaswani", "half"),
+                ("rope", "interleaved", "vaswani", "interleaved"),
+                ("none", "interleaved", "vaswani", "half")):
+            for pre, dtype in itertools.product((False, True), ("F32", "F16", "BF16")):
+                self.assertIn((pe, layout, freqs, rope_layout, pre, dtype), seen)
+        for pre, dtype in itertools.product((False, True), ("F32", "F16", "BF16")):
+            layout = "interleaved" if pre else "split"
+            self.assertIn(("sinusoidal", layout, "tensor2tensor", "half", pre, dtype), seen)
+        for need in ("separate vocab", "untied", "layernorm_embedding", "scale_embedding", "eps",
+                     "heads", "final_logits_bias", ("activation", "relu"), ("activation", "gelu"),
+                     ("activation", "swish"), ("offset", "learned", 2),
+                     ("offset", "sinusoidal", 1), ("offset", "rope", 3)):
+            self.assertIn(need, seen)
+
+
+if __name__ == "__main__":
+    unittest.main()
