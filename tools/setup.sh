@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to ordo's showcase: installs the
-# dependencies, builds Release with 2 jobs, and runs the default model.
+# dependencies, builds Release with 2 jobs, and runs the shipped models on two
+# sentences with the same words in a different order.
 #   tools/setup.sh [BUILD_DIR]     (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +9,12 @@ build="${1:-build}"
 
 tools/install_deps.sh
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j2
+cmake --build "$build" -j2 --target ordo_cli
 
-echo
-echo "\$ $build/ordo translate \"cats chase dogs\" \"dogs chase cats\""
-"$build/ordo" translate "cats chase dogs" "dogs chase cats"
+run() {
+  echo
+  echo "\$ $*"
+  "$@"
+}
+run "$build/ordo" translate "cats chase dogs" "dogs chase cats"
+run "$build/ordo" compare "cats chase dogs" "dogs chase cats"

@@ -192,7 +192,7 @@ def main():
     parser.add_argument("--out", type=Path, default=Path("weights"), help="where model directories go")
     parser.add_argument("--schemes", nargs="+", default=["sinusoidal", "learned", "rope", "none"],
                         choices=sorted(SCHEMES))
-    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--steps", type=int, default=2400)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--warmup", type=int, default=200)
@@ -200,7 +200,7 @@ def main():
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--vocab-size", type=int, default=400)
     parser.add_argument("--dev-size", type=int, default=500, help="held out of train.tsv for progress reports")
-    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--eval-every", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
