@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -170,12 +171,14 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
   }
 
   const json& offsets = field("data_offsets");
-  const auto begin = offsets.is_array() && offsets.size() == 2 ? as_int64(offsets[0]) : std::nullopt;
-  const auto end = offsets.is_array() && offsets.size() == 2 ? as_int64(offsets[1]) : std::nullopt;
-  if (!begin || !end || *begin < 0 || *end < 0)
-    throw Error(where, "'data_offsets' is " + offsets.dump() + ", expected [begin, end]");
-  entry.begin = static_cast<std::uint64_t>(*begin);
-  entry.end = static_cast<std::uint64_t>(*end);
+  const bool pair = offsets.is_array() && offsets.size() == 2;
+  const std::int64_t begin = pair ? as_int64(offsets[0]).value_or(-1) : -1;
+  const std::int64_t end = pair ? as_int64(offsets[1]).value_or(-1) : -1;
+  if (begin < 0 || end < 0)
+    throw Error(where, "'data_offsets' is " + offsets.dump() +
+                           ", expected [begin, end] of non-negative integers");
+  entry.begin = static_cast<std::uint64_t>(begin);
+  entry.end = static_cast<std::uint64_t>(end);
 
   std::uint64_t bytes = dtype_size(entry.dtype);
   for (Index d : entry.shape) {

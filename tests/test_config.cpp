@@ -144,7 +144,8 @@ TEST(Config, ZeroLayersAreAllowed) {
 }
 
 TEST(Config, EachMissingRequiredKeyIsNamed) {
-  for (const auto& [key, value] : minimal().items()) {
+  const json required = minimal();  // items() refers to it: must outlive the loop
+  for (const auto& [key, value] : required.items()) {
     json config = minimal();
     config.erase(key);
     const std::string message =
