@@ -323,4 +323,19 @@ std::vector<float> random_vector(Index n, std::mt19937& rng, float lo, float hi)
   return v;
 }
 
+void expect_mentions(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts)
+    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' missing from: " << text;
+}
+
+void expect_outside_unchanged(const Matrix& wide, const Matrix& before, Index first,
+                              Index count) {
+  for (Index r = 0; r < wide.rows(); ++r)
+    for (Index c = 0; c < wide.cols(); ++c)
+      if (c < first || c >= first + count) {
+        ASSERT_EQ(wide(r, c), before(r, c)) << "element [" << r << ", " << c
+                                             << "] outside the view changed";
+      }
+}
+
 }  // namespace ordo::reference

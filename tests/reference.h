@@ -16,6 +16,7 @@
 
 #include <concepts>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <source_location>
 #include <span>
@@ -119,6 +120,13 @@ void expect_close(const Matrix64& got, const Matrix64& want, double atol, double
                   std::source_location where = std::source_location::current());
 void expect_close(std::span<const float> got, std::span<const double> want, double atol,
                   double rtol, std::source_location where = std::source_location::current());
+
+// Expects `text` to contain every one of `parts` (an error message names what it must).
+void expect_mentions(const std::string& text, std::initializer_list<const char*> parts);
+
+// Every element of `wide` outside columns [first, first+count) equals `before`: an op
+// on a col_block view must not touch its neighbours.
+void expect_outside_unchanged(const Matrix& wide, const Matrix& before, Index first, Index count);
 
 // Runs f; returns the message of the ordo::Error it throws. Fails the test (at the
 // caller's line) and returns "" when f throws nothing. Other exceptions propagate.

@@ -17,26 +17,10 @@ namespace {
 namespace ref = reference;
 using ref::expect_close;
 using ref::Matrix64;
+using ref::expect_mentions;
+using ref::expect_outside_unchanged;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-// Expects `text` to contain every one of `parts`.
-void expect_mentions(const std::string& text, std::initializer_list<const char*> parts) {
-  for (const char* part : parts)
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' missing from: " << text;
-}
-
-// Every element of `wide` outside columns [first, first+count) equals `before`:
-// an op on a col_block view must not touch its neighbours.
-void expect_outside_unchanged(const Matrix& wide, const Matrix& before, Index first,
-                              Index count) {
-  for (Index r = 0; r < wide.rows(); ++r)
-    for (Index c = 0; c < wide.cols(); ++c)
-      if (c < first || c >= first + count) {
-        ASSERT_EQ(wide(r, c), before(r, c)) << "element [" << r << ", " << c
-                                             << "] outside the view changed";
-      }
-}
 
 TensorView vector_view(const std::vector<float>& v) {
   return {v.data(), {static_cast<Index>(v.size())}};

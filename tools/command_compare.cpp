@@ -155,9 +155,7 @@ void setup_compare(CLI::App& app) {
       "positions (none) cannot tell the two apart: similarity 1, same translation.");
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
-  command->add_option("--max-length", options->max_length,
-                      "Most target tokens, eos included (0: 2 x source length + 10)")
-      ->check(CLI::NonNegativeNumber);
+  add_max_length_option(*command, options->max_length);
   add_common_options(*command, options->common);
   command->callback([options, command] {
     run_compare(*options, command->get_option("--model")->count() > 0);

@@ -116,9 +116,7 @@ void setup_eval(CLI::App& app) {
       "report exact-match accuracy, token accuracy (position-wise, over whitespace tokens)\n"
       "and corpus BLEU-4 (as sacreBLEU on already tokenized text).");
   command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
-  command->add_option("--max-length", options->max_length,
-                      "Most target tokens, eos included (0: 2 x source length + 10)")
-      ->check(CLI::NonNegativeNumber);
+  add_max_length_option(*command, options->max_length);
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")
       ->check(CLI::NonNegativeNumber);
   add_common_options(*command, options->common);

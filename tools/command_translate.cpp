@@ -101,10 +101,7 @@ void setup_translate(CLI::App& app) {
                       "Translate token ids instead of text, e.g. \"5 8 2\" (include eos); "
                       "prints the target ids")
       ->excludes(command->get_option("text"));
-  command->add_option("--max-length", options->max_length,
-                      "Most target tokens, eos included (0: 2 x source length + 10)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_max_length_option(*command, options->max_length);
   add_common_options(*command, options->common);
   command->callback([options] { run_translate(*options); });
 }

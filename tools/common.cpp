@@ -31,6 +31,13 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
 }
 
+void add_max_length_option(CLI::App& command, Index& max_length) {
+  command.add_option("--max-length", max_length,
+                     "Most target tokens, eos included (0: 2 x source length + 10)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
 std::shared_ptr<const Model> load_model(const CommonOptions& options) {
   blas::set_num_threads(options.threads);
   return Model::load(options.model_dir);

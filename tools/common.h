@@ -22,6 +22,9 @@ struct CommonOptions {
 // Adds --model, --threads, --json to a command.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
+// Adds --max-length (translate, compare, eval): most target tokens, 0 = automatic.
+void add_max_length_option(CLI::App& command, Index& max_length);
+
 // Loads the model of --model and applies --threads.
 std::shared_ptr<const Model> load_model(const CommonOptions& options);
 
