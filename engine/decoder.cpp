@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/transformer.h"
 
 namespace ordo {
 
@@ -21,7 +22,11 @@ void Decoder::start(DecoderState& state, ConstMatrixRef memory,
     throw Error("decoder", "a target of " + std::to_string(max_steps) +
                                " tokens needs more positions than this model's learned table has (max_position_embeddings=" +
                                std::to_string(this->max_steps()) + ")",
-                "shorten the target or lower --max-length");
+                "shorten the target, or ask for fewer output tokens");
+  if (max_steps > kMaxSequenceLength)
+    throw Error("decoder", "a target of " + std::to_string(max_steps) + " tokens is more than ordo's limit of " +
+                               std::to_string(kMaxSequenceLength),
+                "ask for fewer output tokens");
   if (!memory_padding.empty() && static_cast<Index>(memory_padding.size()) != memory.rows())
     throw Error("decoder", "memory padding has " + std::to_string(memory_padding.size()) +
                                " entries for " + std::to_string(memory.rows()) + " source rows");
@@ -40,7 +45,9 @@ void Decoder::start(DecoderState& state, ConstMatrixRef memory,
   state.residual_.delta.reserve(max_steps * dim());
   state.attention_.queries.reserve(max_steps * dim());
   state.attention_.context.reserve(max_steps * dim());
-  state.attention_.scores.reserve(max_steps * std::max(max_steps, memory.rows()));
+  // One query row per step while searching; feeding many tokens at once (scoring) may
+  // grow the scores further, outside the search loop.
+  state.attention_.scores.reserve(std::max(max_steps, memory.rows()));
   Index widest_ffn = 0;
   for (const DecoderLayer& layer : layers_)
     widest_ffn = std::max(widest_ffn, layer.feed_forward.hidden_dim());

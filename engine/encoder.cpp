@@ -1,6 +1,7 @@
 #include "engine/encoder.h"
 
 #include "engine/error.h"
+#include "engine/transformer.h"
 
 namespace ordo {
 
@@ -15,6 +16,10 @@ void Encoder::encode(std::span<const int> ids, std::span<const std::uint8_t> pad
                      EncoderWorkspace& ws, Matrix& out) const {
   const Index length = static_cast<Index>(ids.size());
   if (length == 0) throw Error("encoder", "the source is empty", "give at least one token");
+  if (length > kMaxSequenceLength)
+    throw Error("encoder", "the source has " + std::to_string(length) + " tokens, more than ordo's limit of " +
+                               std::to_string(kMaxSequenceLength),
+                "split the input into sentences");
   out.resize(length, dim());
   embedding_.embed(ids, 0, out);
   ws.keys_values.reset(length, dim());

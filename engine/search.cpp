@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/error.h"
+#include "engine/ops.h"
 
 namespace ordo {
 
@@ -19,12 +21,14 @@ void check_ids(std::span<const int> ids, Index vocab_size, const char* what) {
                             " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
 }
 
-// Log-softmax of one row of logits, in double: returns log p(token).
-double log_probability(std::span<const float> logits, int token) {
-  const float max = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float x : logits) sum += std::exp(static_cast<double>(x) - max);
-  return static_cast<double>(logits[static_cast<std::size_t>(token)]) - max - std::log(sum);
+// logits [1, V] -> log-probabilities, in place; a NaN or infinity means broken weights
+// and is reported rather than decoded into nonsense.
+void to_log_probabilities(MatrixRef logits, Index step) {
+  ops::log_softmax_rows(logits);
+  for (float x : logits.row(0))
+    if (!std::isfinite(x) && x != -std::numeric_limits<float>::infinity())
+      throw Error("decoder", "non-finite logits at step " + std::to_string(step),
+                  "the model's weights hold NaN or infinity");
 }
 
 int argmax(std::span<const float> logits) {
@@ -35,8 +39,9 @@ int argmax(std::span<const float> logits) {
 
 Index SearchOptions::resolve_max_length(const Decoder& decoder, Index source_length) const {
   if (max_length < 0)
-    throw Error("max_length", "must be positive, got " + std::to_string(max_length));
-  if (max_length == 0) return std::min(2 * source_length + 10, decoder.max_steps());
+    throw Error("max_length", "must be >= 0 (0: automatic), got " + std::to_string(max_length));
+  if (max_length == 0)
+    return std::min({2 * source_length + 10, decoder.max_steps(), kMaxSequenceLength});
   if (max_length > decoder.max_steps())
     throw Error("max_length", std::to_string(max_length) +
                                   " is beyond the decoder's learned positions (max_position_embeddings=" +
@@ -67,8 +72,9 @@ Hypothesis greedy_search(const Transformer& model, std::span<const int> source,
   int token = model.tokens.decoder_start;
   while (state.steps() < max_length) {
     model.decoder.step(state, std::span<const int>(&token, 1), logits);
+    to_log_probabilities(logits, state.steps() - 1);
     token = argmax(logits.row(0));
-    const double logprob = log_probability(logits.row(0), token);
+    const double logprob = logits(0, token);
     result.ids.push_back(token);
     result.token_logprobs.push_back(static_cast<float>(logprob));
     result.score += logprob;
@@ -96,9 +102,10 @@ std::vector<float> score_target(const Transformer& model, std::span<const int> s
   model.decoder.step(state, inputs, logits);  // all positions at once, causally masked
 
   std::vector<float> logprobs(target.size());
-  for (Index t = 0; t < length; ++t)
-    logprobs[static_cast<std::size_t>(t)] =
-        static_cast<float>(log_probability(logits.row(t), target[static_cast<std::size_t>(t)]));
+  for (Index t = 0; t < length; ++t) {
+    to_log_probabilities(logits.view().row_block(t, 1), t);
+    logprobs[static_cast<std::size_t>(t)] = logits(t, target[static_cast<std::size_t>(t)]);
+  }
   return logprobs;
 }
 

@@ -191,11 +191,21 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
     keys.fail("model_type", "unsupported model type \"" + c.model_type + "\"",
               "supported types: " + join(kSupportedModelTypes));
 
+  // Sizes are bounded so that every product of two (a weight's element count, a
+  // position-table row) fits in 64 bits and every single size in BLAS's int.
+  constexpr Index kMaxSize = Index{1} << 24;
+  const auto too_large = [&](const char* key, Index value) {
+    if (value > kMaxSize)
+      keys.fail(key, "is " + std::to_string(value) + ", more than ordo supports (" +
+                         std::to_string(kMaxSize) + ")");
+  };
   const auto positive = [&](const char* key, Index value) {
     if (value <= 0) keys.fail(key, "must be > 0, got " + std::to_string(value));
+    too_large(key, value);
   };
   const auto non_negative = [&](const char* key, Index value) {
     if (value < 0) keys.fail(key, "must be >= 0, got " + std::to_string(value));
+    too_large(key, value);
   };
   positive("vocab_size", c.vocab_size);
   positive("decoder_vocab_size", c.decoder_vocab_size);
@@ -218,6 +228,8 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
   };
   finite_positive("rope_theta", c.rope_theta);
   finite_positive("layer_norm_eps", c.layer_norm_eps);
+  if (!(static_cast<float>(c.layer_norm_eps) > 0.0f))  // the engine computes with a float eps
+    keys.fail("layer_norm_eps", "is too small for float32 (it rounds to 0)");
 
   const auto divisible = [&](const char* heads_key, Index heads) {
     if (c.d_model % heads != 0)
@@ -328,7 +340,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& path) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range
     throw Error(source, std::string("not valid JSON: ") + e.what());
   }
   return from_json(json, source);

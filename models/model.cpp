@@ -11,6 +11,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// std::filesystem queries without exceptions: an unreadable directory is reported by
+// the load that follows, with a message that names the file.
+bool is_directory_quietly(const fs::path& path) {
+  std::error_code error;
+  return fs::is_directory(path, error);
+}
+bool exists_quietly(const fs::path& path) {
+  std::error_code error;
+  return fs::exists(path, error);
+}
+
 std::shared_ptr<const Tokenizer> load_tokenizer(const fs::path& path, Index model_vocab,
                                                 const char* vocab_key) {
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::load(path));
@@ -29,7 +40,7 @@ void Model::print_warning(const std::string& message) {
 }
 
 std::shared_ptr<const Model> Model::load(const fs::path& directory, const WarningHandler& warn) {
-  if (!fs::is_directory(directory))
+  if (!is_directory_quietly(directory))
     throw Error(directory.string(), "is not a model directory",
                 "a model directory holds config.json and model.safetensors");
   std::shared_ptr<Model> model(new Model());  // private constructor: make_shared can't reach it
@@ -45,12 +56,12 @@ std::shared_ptr<const Model> Model::load(const fs::path& directory, const Warnin
       build_transformer(model->config_, *model->weights_));
 
   const ModelConfig& config = model->config_;
-  if (fs::exists(directory / "tokenizer.model")) {
+  if (exists_quietly(directory / "tokenizer.model")) {
     model->source_tokenizer_ = load_tokenizer(directory / "tokenizer.model",
                                               std::min(config.vocab_size, config.decoder_vocab_size),
                                               "vocab_size");
     model->target_tokenizer_ = model->source_tokenizer_;
-  } else if (fs::exists(directory / "source.model") || fs::exists(directory / "target.model")) {
+  } else if (exists_quietly(directory / "source.model") || exists_quietly(directory / "target.model")) {
     model->source_tokenizer_ = load_tokenizer(directory / "source.model", config.vocab_size, "vocab_size");
     model->target_tokenizer_ =
         load_tokenizer(directory / "target.model", config.decoder_vocab_size, "decoder_vocab_size");

@@ -107,7 +107,7 @@ json parse_header(const std::filesystem::path& path, std::string_view text) {
   json header;
   try {
     header = json::parse(text.begin(), text.end(), on_event);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, or a number out of range (1e999)
     throw Error(path.string(), "header is not valid JSON: " + strip_json_prefix(e.what()),
                 "not a safetensors file, or a corrupted one?");
   }

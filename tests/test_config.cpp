@@ -212,6 +212,15 @@ TEST(Config, SizesMustBePositive) {
   EXPECT_THAT(error_with("layer_norm_eps", 0), HasSubstr("key 'layer_norm_eps'"));
 }
 
+// Huge sizes would overflow element counts long before they fit in memory; tiny eps
+// would silently become 0 in the float engine.
+TEST(Config, SizesAndEpsMustFitTheEngine) {
+  EXPECT_THAT(error_with("d_model", std::int64_t{1} << 40),
+              HasSubstr("key 'd_model': is 1099511627776, more than ordo supports (16777216)"));
+  EXPECT_THAT(error_with("position_offset", std::int64_t{1} << 30), HasSubstr("key 'position_offset'"));
+  EXPECT_THAT(error_with("layer_norm_eps", 1e-60), HasSubstr("key 'layer_norm_eps': is too small for float32"));
+}
+
 TEST(Config, DModelMustDivideByHeads) {
   EXPECT_THAT(error_with("encoder_attention_heads", 5),
               HasSubstr("key 'encoder_attention_heads': d_model=64 is not divisible by "
@@ -288,6 +297,9 @@ TEST(Config, LoadReadsAFileAndNamesItInErrors) {
               HasSubstr(path.string() + ": key 'position_encoding'"));
 
   std::ofstream(path) << "{\"d_model\": 64,";
+  EXPECT_THAT(error_message([&] { ModelConfig::load(path); }),
+              HasSubstr(path.string() + ": not valid JSON"));
+  std::ofstream(path) << "{\"layer_norm_eps\": 1e999}";  // out of double range
   EXPECT_THAT(error_message([&] { ModelConfig::load(path); }),
               HasSubstr(path.string() + ": not valid JSON"));
 

@@ -178,5 +178,37 @@ TEST(Transformer, BadIdsAndEmptyInputsAreErrors) {
             std::string::npos);
 }
 
+// Whatever the positions allow, a source or target beyond kMaxSequenceLength is refused
+// before any [T, T] score matrix is allocated.
+TEST(Transformer, OverLongSequencesAreRefused) {
+  const auto model = random_model(tiny_config());  // sinusoidal: no table limit
+  const std::vector<int> source(kMaxSequenceLength + 1, 5);
+  EXPECT_NE(reference::error_message([&] { encode(model->transformer(), source); })
+                .find("more than ordo's limit of 4096"),
+            std::string::npos);
+  EXPECT_NE(reference::error_message([&] {
+              greedy_search(model->transformer(), std::vector<int>{5, 1}, {kMaxSequenceLength + 1});
+            }).find("limit of 4096"),
+            std::string::npos);
+}
+
+// NaN weights must surface as an error, not as a translation made of argmax(NaN).
+TEST(Transformer, NonFiniteLogitsAreReported) {
+  const auto dir = temp_dir("nan");
+  write_random_model(dir, tiny_config(), 3, [](std::vector<NamedTensor>& tensors) {
+    for (NamedTensor& t : tensors)
+      if (t.name == "model.decoder.layers.1.fc2.bias") t.values[0] = std::nanf("");
+  });
+  const auto model = Model::load(dir);
+  const std::string message = reference::error_message(
+      [&] { greedy_search(model->transformer(), std::vector<int>{5, 1}, {}); });
+  EXPECT_NE(message.find("non-finite logits at step 0"), std::string::npos) << message;
+  EXPECT_NE(reference::error_message(
+                [&] { score_target(model->transformer(), std::vector<int>{5, 1}, std::vector<int>{3, 1}); })
+                .find("non-finite"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ordo

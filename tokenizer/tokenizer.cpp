@@ -15,7 +15,8 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::filesystem::path& path) {
-  if (!std::filesystem::is_regular_file(path))
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
     throw Error(path.string(), "no such SentencePiece model file");
   Tokenizer tokenizer;
   tokenizer.path_ = path;
