@@ -45,6 +45,39 @@ TEST_F(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run_ordo("compare onlyone").exit_code, 2);
 }
 
+// Usage errors are one line too, and say where the help is.
+TEST_F(Cli, UsageErrorsAreOneLineWithAPointerToHelp) {
+  auto r = run_ordo("translate --no-such-flag");
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("--no-such-flag"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(see ordo translate --help)"), std::string::npos) << r.err;
+
+  r = run_ordo("frobnicate");
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("unknown command 'frobnicate' (commands: translate, score, inspect, compare, eval)"),
+            std::string::npos)
+      << r.err;
+
+  r = run_ordo("score " + model());
+  EXPECT_EQ(r.exit_code, 2);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("(see ordo score --help)"), std::string::npos) << r.err;
+}
+
+// An empty value is a value: it is reported, never mistaken for "not given" (which for
+// translate would mean "read stdin" and hang on a terminal).
+TEST_F(Cli, EmptyValuesAreErrorsNotAbsences) {
+  auto r = run_ordo("translate " + model() + " --source-ids ''", "5 8 1\n");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("--source-ids: no token ids given"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+
+  r = run_ordo("score " + model() + " --source-ids '' --target-ids '1'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--source-ids: no token ids given"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, HelpTeachesAndExitsWithZero) {
   const auto r = run_ordo("translate --help");
   EXPECT_EQ(r.exit_code, 0);

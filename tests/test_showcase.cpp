@@ -7,6 +7,10 @@
 //   - none: the same translation for every sentence and its swap.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -62,6 +66,75 @@ TEST(Showcase, CliDefaultModelIsSinusoidal) {
   const auto r = run_ordo("translate 'cats chase dogs' 'dogs chase cats'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "Katzen jagen Hunde\nHunde jagen Katzen\n");
+}
+
+// stdin: one output line per input line, flushed as it goes; a bad line is answered
+// with an empty line (so outputs stay aligned) and the exit code says something failed.
+TEST(Showcase, TranslateStreamsStdinLineByLine) {
+  auto r = run_ordo("translate", "cats chase dogs\r\n\ndogs chase cats\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "Katzen jagen Hunde\n\nHunde jagen Katzen\n");
+  EXPECT_NE(r.err.find("ordo: stdin line 2: input text: is empty"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 of 3 input lines failed"), std::string::npos) << r.err;
+
+  r = run_ordo("translate --json", "cats chase dogs\n\n");
+  std::istringstream lines(r.out);
+  std::string first, second;
+  std::getline(lines, first);
+  std::getline(lines, second);
+  const auto ok = nlohmann::json::parse(first);
+  EXPECT_EQ(ok["source"], "cats chase dogs");
+  EXPECT_EQ(ok["translation"], "Katzen jagen Hunde");
+  EXPECT_EQ(ok["target_ids"].back(), 1);  // eos ends the ids
+  EXPECT_LT(ok["score"].get<double>(), 0.0);
+  EXPECT_TRUE(nlohmann::json::parse(second).contains("error"));
+}
+
+TEST(Showcase, TranslateIdsAlsoSpellsTheTextWhenTheModelCan) {
+  const auto model = shipped("sinusoidal");
+  const std::vector<int> source = model->tokenize_source("dogs chase cats");
+  std::string ids;
+  for (int id : source) ids += std::to_string(id) + " ";
+  const auto r = run_ordo("translate --json --source-ids '" + ids + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["source_ids"], source);
+  EXPECT_EQ(json["source"], "dogs chase cats");
+  EXPECT_EQ(json["translation"], "Hunde jagen Katzen");
+}
+
+TEST(Showcase, EvalReportsExactMatchTokenAccuracyAndBleu) {
+  const fs::path data = fs::temp_directory_path() / ("ordo_eval_" + std::to_string(::getpid()) + ".tsv");
+  std::ofstream(data) << "cats chase dogs\tKatzen jagen Hunde\n"
+                         "dogs chase cats\tHunde jagen Katzen\n"
+                         "the cat chases the dog\tDie Katze jagt den Hund\n"
+                         "cats chase dogs\tHunde jagen Katzen\n";  // a wrong reference
+  const auto r = run_ordo("eval --json --data '" + data.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["sentences"], 4);
+  EXPECT_EQ(json["failures"], 0);
+  EXPECT_DOUBLE_EQ(json["exact_match"].get<double>(), 75.0);
+  // Tokens: 3 + 3 + 5 right, and 1 of 3 ("jagen") in the wrong pair: 12 of 14.
+  EXPECT_NEAR(json["token_accuracy"].get<double>(), 100.0 * 12 / 14, 1e-9);
+  EXPECT_GT(json["bleu"].get<double>(), 50.0);
+  EXPECT_LT(json["bleu"].get<double>(), 100.0);
+
+  const auto table = run_ordo("eval --data '" + data.string() + "' --show-errors 5");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Hunde jagen Katzen"), std::string::npos) << table.out;
+  fs::remove(data);
+}
+
+// Only the built-in default brings its siblings along; a model chosen by $ORDO_MODEL
+// (or --model) is compared alone.
+TEST(Showcase, CompareRunsOnlyTheChosenModel) {
+  ::setenv("ORDO_MODEL", (weights_dir() / "none").c_str(), 1);  // each test is its own process
+  const auto r = run_ordo("compare 'cats chase dogs' 'dogs chase cats' --json");
+  ::unsetenv("ORDO_MODEL");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["model"], "none");
 }
 
 TEST(Showcase, NoPositionsModelCannotTellThemApart) {

@@ -2,7 +2,7 @@
 //
 //   ordo compare "cats chase dogs" "dogs chase cats"
 //
-// For each shipped model (or the one --model names): the tokens of both inputs, both
+// For each shipped model (or the one --model or $ORDO_MODEL names): the tokens of both inputs, both
 // translations, the cosine similarity of their mean-pooled encoder outputs, and whether
 // the translations differ. Without positional information (`none`) the encoder sees a
 // bag of tokens: two orderings of the same words pool to the same vector (similarity 1
@@ -130,11 +130,11 @@ void print_table(const std::vector<nlohmann::json>& rows) {
   }
 }
 
-void run_compare(const CompareOptions& options, bool model_given) {
+void run_compare(const CompareOptions& options, bool all_shipped) {
   blas::set_num_threads(options.common.threads);
   const std::vector<std::filesystem::path> dirs =
-      model_given ? std::vector<std::filesystem::path>{options.common.model_dir}
-                  : shipped_models(options.common.model_dir);
+      all_shipped ? shipped_models(options.common.model_dir)
+                  : std::vector<std::filesystem::path>{options.common.model_dir};
   std::vector<nlohmann::json> rows;
   for (const auto& dir : dirs) {
     rows.push_back(compare(dir, options));
@@ -150,7 +150,7 @@ void setup_compare(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "compare",
       "Show whether models see word order: translate TEXT_A and TEXT_B (e.g. the same\n"
-      "words in another order) with every shipped model, or the one --model names, and\n"
+      "words in another order) with every shipped model (or the one --model / $ORDO_MODEL names), and\n"
       "report the cosine similarity of their mean-pooled encoder outputs. A model without\n"
       "positions (none) cannot tell the two apart: similarity 1, same translation.");
   command->add_option("text_a", options->text_a, "First sentence")->required();
@@ -158,7 +158,7 @@ void setup_compare(CLI::App& app) {
   add_max_length_option(*command, options->max_length);
   add_common_options(*command, options->common);
   command->callback([options, command] {
-    run_compare(*options, command->get_option("--model")->count() > 0);
+    run_compare(*options, uses_builtin_model(*command, options->common));
   });
 }
 

@@ -6,8 +6,6 @@
 #include <iostream>
 #include <set>
 
-#include "engine/blas.h"
-
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -62,8 +60,7 @@ void print_table(const nlohmann::json& d) {
 
 void run_inspect(const InspectOptions& options) {
   // Unused tensors are part of the report below, so the load-time warning is not repeated.
-  blas::set_num_threads(options.common.threads);
-  const auto model = Model::load(options.common.model_dir, nullptr);
+  const auto model = load_model(options.common, nullptr);
   const nlohmann::json description = describe(*model);
   if (options.common.json)
     print_json_line(description);

@@ -25,11 +25,7 @@ struct ScoreOptions {
   std::string target_ids;
 };
 
-void run_score(const ScoreOptions& options) {
-  // Both halves of a pair and not both pairs are enforced by CLI11 (needs/excludes).
-  const bool text = !options.source.empty();
-  if (!text && options.source_ids.empty())
-    throw CLI::RequiredError("--source and --target, or --source-ids and --target-ids");
+void run_score(const ScoreOptions& options, bool text) {
 
   const auto model = load_model(options.common);
   const std::vector<int> source =
@@ -80,7 +76,13 @@ void setup_score(CLI::App& app) {
   source->excludes(source_ids)->excludes(target_ids);
   target->excludes(source_ids)->excludes(target_ids);
   add_common_options(*command, options->common);
-  command->callback([options] { run_score(*options); });
+  command->callback([options, command] {
+    // Both halves of a pair, and not both pairs, are enforced by CLI11 (needs/excludes).
+    const bool text = given(*command, "--source");
+    if (!text && !given(*command, "--source-ids"))
+      throw CLI::RequiredError("--source and --target, or --source-ids and --target-ids");
+    run_score(*options, text);
+  });
 }
 
 }  // namespace ordo::tools

@@ -4,6 +4,7 @@
 //   echo "dogs chase cats" | ordo translate     -> one line out per line in, streamed
 //   ordo translate --source-ids "5 8 2"         -> ids in, ids out (no tokenizer needed)
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ namespace {
 struct TranslateOptions {
   CommonOptions common;
   std::vector<std::string> texts;
-  std::string source_ids;
+  std::optional<std::string> source_ids;  // set, even to "", when --source-ids is given
   Index max_length = 0;
 };
 
@@ -45,13 +46,19 @@ void run_translate(const TranslateOptions& options) {
   const SearchOptions search{options.max_length};
   const auto model = load_model(options.common);
 
-  if (!options.source_ids.empty()) {
-    const std::vector<int> source = parse_ids(options.source_ids, "--source-ids");
+  if (options.source_ids) {
+    const std::vector<int> source = parse_ids(*options.source_ids, "--source-ids");
     const Hypothesis best = greedy_search(model->transformer(), source, search);
-    if (options.common.json)
-      print_json_line({{"source_ids", source}, {"target_ids", best.ids}, {"score", best.score}});
-    else
+    if (options.common.json) {
+      nlohmann::json result = {{"source_ids", source}, {"target_ids", best.ids}, {"score", best.score}};
+      if (model->has_tokenizer()) {  // the text too, when the model can spell it
+        result["source"] = model->detokenize_source(source);
+        result["translation"] = model->detokenize_target(best.ids);
+      }
+      print_json_line(result);
+    } else {
       std::cout << join_ids(best.ids) << std::endl;
+    }
     return;
   }
 
@@ -70,6 +77,7 @@ void run_translate(const TranslateOptions& options) {
   std::string first_failure;
   while (std::getline(std::cin, line)) {
     ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // files saved on Windows
     try {
       print_result(translate_text(*model, line, search), options.common.json);
     } catch (const Error& e) {

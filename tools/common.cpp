@@ -38,9 +38,18 @@ void add_max_length_option(CLI::App& command, Index& max_length) {
       ->capture_default_str();
 }
 
-std::shared_ptr<const Model> load_model(const CommonOptions& options) {
+std::shared_ptr<const Model> load_model(const CommonOptions& options,
+                                        const Model::WarningHandler& warn) {
   blas::set_num_threads(options.threads);
-  return Model::load(options.model_dir);
+  return Model::load(options.model_dir, warn);
+}
+
+bool uses_builtin_model(const CLI::App& command, const CommonOptions& options) {
+  return !given(command, "--model") && options.model_dir == ORDO_DEFAULT_MODEL;
+}
+
+bool given(const CLI::App& command, const std::string& option) {
+  return command.get_option(option)->count() > 0;
 }
 
 std::vector<int> parse_ids(const std::string& text, const std::string& flag) {

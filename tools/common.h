@@ -25,8 +25,18 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 // Adds --max-length (translate, compare, eval): most target tokens, 0 = automatic.
 void add_max_length_option(CLI::App& command, Index& max_length);
 
-// Loads the model of --model and applies --threads.
-std::shared_ptr<const Model> load_model(const CommonOptions& options);
+// Loads the model of --model and applies --threads. `warn` receives load-time warnings
+// (tensors the config does not use); nullptr silences them.
+std::shared_ptr<const Model> load_model(const CommonOptions& options,
+                                        const Model::WarningHandler& warn = Model::print_warning);
+
+// True when neither --model nor $ORDO_MODEL chose the model: the built-in default,
+// whose sibling directories are the shipped models.
+bool uses_builtin_model(const CLI::App& command, const CommonOptions& options);
+
+// A value given on the command line, even an empty one ("--source-ids ''" is an
+// empty list, not "read stdin").
+bool given(const CLI::App& command, const std::string& option);
 
 // "5 8 2" or "5,8,2" -> {5, 8, 2}. `flag` names the option in errors.
 std::vector<int> parse_ids(const std::string& text, const std::string& flag);

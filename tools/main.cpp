@@ -3,9 +3,21 @@
 // Exit codes: 0 success; 2 usage error (bad flag, missing argument); 1 anything else,
 // with one line on stderr saying what went wrong and what to do.
 #include <iostream>
+#include <string>
 
 #include "engine/error.h"
 #include "tools/commands.h"
+
+namespace {
+
+std::string command_names(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + command->get_name();
+  return names;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -29,7 +41,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line, like every other error, pointing at the help of the command at fault.
+    std::string help = "ordo --help";
+    std::string message = e.what();
+    if (const auto used = app.get_subcommands(); !used.empty())
+      help = "ordo " + used.front()->get_name() + " --help";
+    else if (argc > 1 && argv[1][0] != '-')  // CLI11 would only say a command is required
+      message = std::string("unknown command '") + argv[1] + "' (commands: " + command_names(app) + ")";
+    std::cerr << "ordo: " << message << " (see " << help << ")\n";
     return 2;
   } catch (const ordo::Error& e) {
     std::cerr << "ordo: " << e.what() << '\n';
