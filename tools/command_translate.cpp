@@ -3,6 +3,8 @@
 //   ordo translate "cats chase dogs"            -> Katzen jagen Hunde
 //   echo "dogs chase cats" | ordo translate     -> one line out per line in, streamed
 //   ordo translate --source-ids "5 8 2"         -> ids in, ids out (no tokenizer needed)
+#include <unistd.h>
+
 #include <iostream>
 #include <optional>
 #include <string>
@@ -71,10 +73,11 @@ void run_translate(const TranslateOptions& options) {
   // Streaming from stdin: one output line per input line, so that outputs stay aligned
   // with inputs. A line that fails is reported on stderr, answered with an empty line,
   // and the command exits non-zero at the end.
+  if (::isatty(STDIN_FILENO))  // a person at a terminal, not a pipe: say what we wait for
+    std::cerr << "ordo: reading sentences from the terminal, one per line (Ctrl-D ends)\n";
   std::string line;
   Index line_number = 0;
   Index failures = 0;
-  std::string first_failure;
   while (std::getline(std::cin, line)) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();  // files saved on Windows
@@ -82,9 +85,7 @@ void run_translate(const TranslateOptions& options) {
       print_result(translate_text(*model, line, search), options.common.json);
     } catch (const Error& e) {
       ++failures;
-      const std::string message = "stdin line " + std::to_string(line_number) + ": " + e.what();
-      if (first_failure.empty()) first_failure = message;
-      std::cerr << "ordo: " << message << '\n';
+      std::cerr << "ordo: stdin line " << line_number << ": " << e.what() << '\n';
       if (options.common.json)
         print_json_line({{"source", line}, {"error", e.what()}});
       else
@@ -93,7 +94,8 @@ void run_translate(const TranslateOptions& options) {
   }
   if (failures > 0)
     throw Error("translate", std::to_string(failures) + " of " + std::to_string(line_number) +
-                                 " input lines failed; the first: " + first_failure);
+                                 " input lines failed (each is reported above; its output line is " +
+                                 (options.common.json ? "an \"error\" object)" : "empty)"));
 }
 
 }  // namespace
