@@ -25,10 +25,16 @@ void check_ids(std::span<const int> ids, Index vocab_size, const char* what) {
 // and is reported rather than decoded into nonsense.
 void to_log_probabilities(MatrixRef logits, Index step) {
   ops::log_softmax_rows(logits);
-  for (float x : logits.row(0))
-    if (!std::isfinite(x) && x != -std::numeric_limits<float>::infinity())
+  bool any_possible = false;  // a row of -inf only would make argmax pick token 0
+  for (float x : logits.row(0)) {
+    if (std::isnan(x) || x == std::numeric_limits<float>::infinity())
       throw Error("decoder", "non-finite logits at step " + std::to_string(step),
                   "the model's weights hold NaN or infinity");
+    any_possible |= std::isfinite(x);
+  }
+  if (!any_possible)
+    throw Error("decoder", "every token has probability 0 at step " + std::to_string(step),
+                "the model's weights hold -infinity");
 }
 
 int argmax(std::span<const float> logits) {
@@ -42,6 +48,9 @@ Index SearchOptions::resolve_max_length(const Decoder& decoder, Index source_len
     throw Error("max_length", "must be >= 0 (0: automatic), got " + std::to_string(max_length));
   if (max_length == 0)
     return std::min({2 * source_length + 10, decoder.max_steps(), kMaxSequenceLength});
+  if (max_length > kMaxSequenceLength)
+    throw Error("max_length", std::to_string(max_length) + " is more than ordo's limit of " +
+                                  std::to_string(kMaxSequenceLength) + " target tokens");
   if (max_length > decoder.max_steps())
     throw Error("max_length", std::to_string(max_length) +
                                   " is beyond the decoder's learned positions (max_position_embeddings=" +

@@ -228,7 +228,10 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
   };
   finite_positive("rope_theta", c.rope_theta);
   finite_positive("layer_norm_eps", c.layer_norm_eps);
-  if (!(static_cast<float>(c.layer_norm_eps) > 0.0f))  // the engine computes with a float eps
+  // The engine computes with a float eps: it must survive the conversion.
+  if (c.layer_norm_eps > 1.0)
+    keys.fail("layer_norm_eps", "is " + std::to_string(c.layer_norm_eps) + ", expected a small number (<= 1)");
+  if (!(static_cast<float>(c.layer_norm_eps) > 0.0f))
     keys.fail("layer_norm_eps", "is too small for float32 (it rounds to 0)");
 
   const auto divisible = [&](const char* heads_key, Index heads) {

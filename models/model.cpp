@@ -88,23 +88,22 @@ std::vector<int> Model::tokenize_target(std::string_view text) const {
   return ids;
 }
 
-std::string Model::decode_text(const std::shared_ptr<const Tokenizer>& tokenizer,
-                               std::span<const int> ids) const {
-  std::vector<int> text_ids;
-  for (int id : ids) {
-    if (id == config_.eos_token_id) break;
-    if (id == config_.pad_token_id || id == config_.decoder_start_token_id) continue;
-    text_ids.push_back(id);
-  }
-  return require(tokenizer).decode(text_ids);
-}
-
 std::string Model::detokenize_source(std::span<const int> ids) const {
-  return decode_text(source_tokenizer_, ids);
+  // The encoder reads every id; only the special ones have no text.
+  std::vector<int> text_ids;
+  for (int id : ids)
+    if (id != config_.eos_token_id && id != config_.pad_token_id) text_ids.push_back(id);
+  return require(source_tokenizer_).decode(text_ids);
 }
 
 std::string Model::detokenize_target(std::span<const int> ids) const {
-  return decode_text(target_tokenizer_, ids);
+  std::vector<int> text_ids;
+  for (int id : ids) {
+    if (id == config_.eos_token_id) break;  // what follows eos was never meant
+    if (id == config_.pad_token_id || id == config_.decoder_start_token_id) continue;
+    text_ids.push_back(id);
+  }
+  return require(target_tokenizer_).decode(text_ids);
 }
 
 std::vector<std::string> Model::source_pieces(std::span<const int> ids) const {

@@ -48,7 +48,8 @@ class Model {
   // Text -> ids with eos appended. Throws Error when there is no tokenizer.
   std::vector<int> tokenize_source(std::string_view text) const;
   std::vector<int> tokenize_target(std::string_view text) const;
-  // Ids -> text, up to the first eos; pad and decoder_start ids are skipped.
+  // Ids -> text. Source: eos and pad are skipped. Target: up to the first eos, with
+  // pad and decoder_start skipped.
   std::string detokenize_source(std::span<const int> ids) const;
   std::string detokenize_target(std::span<const int> ids) const;
   // Ids -> SentencePiece pieces ("▁cat"), for display.
@@ -58,8 +59,6 @@ class Model {
  private:
   Model() = default;
   const Tokenizer& require(const std::shared_ptr<const Tokenizer>& tokenizer) const;
-  std::string decode_text(const std::shared_ptr<const Tokenizer>& tokenizer,
-                          std::span<const int> ids) const;
 
   std::filesystem::path directory_;
   ModelConfig config_;

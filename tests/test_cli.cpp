@@ -58,6 +58,15 @@ TEST_F(Cli, UsageErrorsAreOneLineWithAPointerToHelp) {
             std::string::npos)
       << r.err;
 
+  r = run_ordo("--threads 2 translate x");  // options before the command
+  EXPECT_EQ(r.exit_code, 2);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("'--threads' comes before the command"), std::string::npos) << r.err;
+
+  r = run_ordo("translate --max-length abc x");  // ranges are stated, briefly
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--max-length: Value abc not in range 0 to 4096"), std::string::npos) << r.err;
+
   r = run_ordo("score " + model());
   EXPECT_EQ(r.exit_code, 2);
   expect_one_line_error(r);

@@ -219,6 +219,7 @@ TEST(Config, SizesAndEpsMustFitTheEngine) {
               HasSubstr("key 'd_model': is 1099511627776, more than ordo supports (16777216)"));
   EXPECT_THAT(error_with("position_offset", std::int64_t{1} << 30), HasSubstr("key 'position_offset'"));
   EXPECT_THAT(error_with("layer_norm_eps", 1e-60), HasSubstr("key 'layer_norm_eps': is too small for float32"));
+  EXPECT_THAT(error_with("layer_norm_eps", 1e300), HasSubstr("key 'layer_norm_eps': is 1"));
 }
 
 TEST(Config, DModelMustDivideByHeads) {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -129,9 +130,14 @@ TEST(Showcase, EvalReportsExactMatchTokenAccuracyAndBleu) {
 // Only the built-in default brings its siblings along; a model chosen by $ORDO_MODEL
 // (or --model) is compared alone.
 TEST(Showcase, CompareRunsOnlyTheChosenModel) {
-  ::setenv("ORDO_MODEL", (weights_dir() / "none").c_str(), 1);  // each test is its own process
+  const char* before = std::getenv("ORDO_MODEL");
+  const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("ORDO_MODEL", (weights_dir() / "none").c_str(), 1);  // inherited by run_ordo's shell
   const auto r = run_ordo("compare 'cats chase dogs' 'dogs chase cats' --json");
-  ::unsetenv("ORDO_MODEL");
+  if (saved)
+    ::setenv("ORDO_MODEL", saved->c_str(), 1);
+  else
+    ::unsetenv("ORDO_MODEL");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["model"], "none");

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/search.h"
@@ -188,7 +189,7 @@ TEST(Transformer, OverLongSequencesAreRefused) {
             std::string::npos);
   EXPECT_NE(reference::error_message([&] {
               greedy_search(model->transformer(), std::vector<int>{5, 1}, {kMaxSequenceLength + 1});
-            }).find("limit of 4096"),
+            }).find("max_length: 4097 is more than ordo's limit of 4096"),
             std::string::npos);
 }
 
@@ -206,6 +207,22 @@ TEST(Transformer, NonFiniteLogitsAreReported) {
   EXPECT_NE(reference::error_message(
                 [&] { score_target(model->transformer(), std::vector<int>{5, 1}, std::vector<int>{3, 1}); })
                 .find("non-finite"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// -infinity everywhere is as broken as NaN: argmax would silently pick token 0.
+TEST(Transformer, AllImpossibleTokensAreReported) {
+  const auto dir = temp_dir("neginf");
+  write_random_model(dir, tiny_config(), 3,
+                     [](std::vector<NamedTensor>& tensors) {
+                       for (NamedTensor& t : tensors)
+                         if (t.name == "final_logits_bias")
+                           std::fill(t.values.begin(), t.values.end(), -std::numeric_limits<float>::infinity());
+                     });
+  const auto model = Model::load(dir);
+  EXPECT_NE(reference::error_message([&] { greedy_search(model->transformer(), std::vector<int>{5, 1}, {}); })
+                .find("every token has probability 0 at step 0"),
             std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -118,7 +118,7 @@ void setup_eval(CLI::App& app) {
   command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
   add_max_length_option(*command, options->max_length);
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1'000'000));
   add_common_options(*command, options->common);
   command->callback([options] { run_eval(*options); });
 }

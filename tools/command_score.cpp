@@ -28,10 +28,20 @@ struct ScoreOptions {
 void run_score(const ScoreOptions& options, bool text) {
 
   const auto model = load_model(options.common);
+  // Errors name the flag at fault: "--target: input text: is empty ...".
+  const auto tokenized = [&](const char* flag, auto&& tokenize) {
+    try {
+      return tokenize();
+    } catch (const Error& e) {
+      throw Error(flag, e.what());
+    }
+  };
   const std::vector<int> source =
-      text ? model->tokenize_source(options.source) : parse_ids(options.source_ids, "--source-ids");
+      text ? tokenized("--source", [&] { return model->tokenize_source(options.source); })
+           : parse_ids(options.source_ids, "--source-ids");
   const std::vector<int> target =
-      text ? model->tokenize_target(options.target) : parse_ids(options.target_ids, "--target-ids");
+      text ? tokenized("--target", [&] { return model->tokenize_target(options.target); })
+           : parse_ids(options.target_ids, "--target-ids");
   const std::vector<float> logprobs = score_target(model->transformer(), source, target);
   const double total = std::accumulate(logprobs.begin(), logprobs.end(), 0.0);
 

@@ -6,6 +6,7 @@
 
 #include "engine/blas.h"
 #include "engine/error.h"
+#include "engine/transformer.h"
 
 namespace ordo::tools {
 
@@ -26,7 +27,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "($ORDO_MODEL overrides the default)")
       ->capture_default_str();
   command.add_option("-t,--threads", options.threads, "BLAS threads (0: OpenBLAS's default)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
 }
@@ -34,7 +35,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
 void add_max_length_option(CLI::App& command, Index& max_length) {
   command.add_option("--max-length", max_length,
                      "Most target tokens, eos included (0: 2 x source length + 10)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(Index{0}, kMaxSequenceLength))
       ->capture_default_str();
 }
 

@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
       help = "ordo " + used.front()->get_name() + " --help";
     else if (argc > 1 && argv[1][0] != '-')  // CLI11 would only say a command is required
       message = std::string("unknown command '") + argv[1] + "' (commands: " + command_names(app) + ")";
+    if (argc > 1 && argv[1][0] == '-')  // "ordo --threads 2 translate x": CLI11 blames "2"
+      message = std::string("'") + argv[1] + "' comes before the command; options go after it, as in "
+                "ordo translate --threads 2 TEXT (commands: " + command_names(app) + ")";
     std::cerr << "ordo: " << message << " (see " << help << ")\n";
     return 2;
   } catch (const ordo::Error& e) {
