@@ -26,7 +26,6 @@ struct ScoreOptions {
 };
 
 void run_score(const ScoreOptions& options, bool text) {
-
   const auto model = load_model(options.common);
   // Errors name the flag at fault: "--target: input text: is empty ...".
   const auto tokenized = [&](const char* flag, auto&& tokenize) {

@@ -17,6 +17,23 @@ std::string command_names(const CLI::App& app) {
   return names;
 }
 
+// One line, like every other error, pointing at the help of the command at fault.
+// CLI11's own words are kept except where they mislead: with no command recognized it
+// says only "A subcommand is required", and for "ordo --threads 2 translate" it blames "2".
+std::string usage_error(const CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
+  const std::string first = argc > 1 ? argv[1] : "";
+  std::string message = error.what();
+  std::string help = "ordo --help";
+  if (const auto used = app.get_subcommands(); !used.empty())
+    help = "ordo " + used.front()->get_name() + " --help";
+  if (first.starts_with('-'))
+    message = "'" + first + "' comes before the command; options go after it, as in "
+              "ordo translate --threads 2 TEXT (commands: " + command_names(app) + ")";
+  else if (app.get_subcommands().empty() && !first.empty())
+    message = "unknown command '" + first + "' (commands: " + command_names(app) + ")";
+  return "ordo: " + message + " (see " + help + ")";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,17 +58,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line, like every other error, pointing at the help of the command at fault.
-    std::string help = "ordo --help";
-    std::string message = e.what();
-    if (const auto used = app.get_subcommands(); !used.empty())
-      help = "ordo " + used.front()->get_name() + " --help";
-    else if (argc > 1 && argv[1][0] != '-')  // CLI11 would only say a command is required
-      message = std::string("unknown command '") + argv[1] + "' (commands: " + command_names(app) + ")";
-    if (argc > 1 && argv[1][0] == '-')  // "ordo --threads 2 translate x": CLI11 blames "2"
-      message = std::string("'") + argv[1] + "' comes before the command; options go after it, as in "
-                "ordo translate --threads 2 TEXT (commands: " + command_names(app) + ")";
-    std::cerr << "ordo: " << message << " (see " << help << ")\n";
+    std::cerr << usage_error(app, e, argc, argv) << '\n';
     return 2;
   } catch (const ordo::Error& e) {
     std::cerr << "ordo: " << e.what() << '\n';
