@@ -11,9 +11,13 @@ tools/install_deps.sh
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j2 --target ordo_cli
 
-run() {
-  echo
-  echo "\$ $*"
+run() {  # shows the command as one would type it, quotes included
+  local shown="" arg
+  for arg in "$@"; do
+    [[ $arg == *" "* ]] && arg="\"$arg\""
+    shown+=" $arg"
+  done
+  printf '\n$%s\n' "$shown"
   "$@"
 }
 run "$build/ordo" translate "cats chase dogs" "dogs chase cats"
