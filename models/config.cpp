@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "models/json_message.h"
 
 namespace ordo {
 namespace {
@@ -344,7 +345,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& path) {
   try {
     json = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range
-    throw Error(source, std::string("not valid JSON: ") + e.what());
+    throw Error(source, "not valid JSON: " + json_message(e.what()));
   }
   return from_json(json, source);
 }

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "models/json_message.h"
 
 namespace ordo {
 
@@ -64,15 +65,6 @@ std::string tensor_where(const std::filesystem::path& path, const std::string& n
   return path.string() + ": tensor '" + name + "'";
 }
 
-// nlohmann's messages start with "[json.exception.parse_error.101] "; drop that.
-std::string strip_json_prefix(const std::string& message) {
-  if (message.rfind("[json.exception.", 0) == 0) {
-    auto end = message.find("] ");
-    if (end != std::string::npos) return message.substr(end + 2);
-  }
-  return message;
-}
-
 // Parses the header, remembering the first key that repeats inside one object
 // (nlohmann would otherwise silently keep the last value).
 json parse_header(const std::filesystem::path& path, std::string_view text) {
@@ -108,7 +100,7 @@ json parse_header(const std::filesystem::path& path, std::string_view text) {
   try {
     header = json::parse(text.begin(), text.end(), on_event);
   } catch (const json::exception& e) {  // syntax, or a number out of range (1e999)
-    throw Error(path.string(), "header is not valid JSON: " + strip_json_prefix(e.what()),
+    throw Error(path.string(), "header is not valid JSON: " + json_message(e.what()),
                 "not a safetensors file, or a corrupted one?");
   }
   if (duplicate) {
