@@ -161,8 +161,17 @@ struct Conversion {
   const char* what;
 };
 
-// Checks as_float32 of `dtype` data `table` bit for bit (NaN: any NaN of the same sign).
-void expect_converted(const SafetensorsFile& file, const std::vector<Conversion>& table) {
+std::vector<std::uint16_t> bits_of(const std::vector<Conversion>& table) {
+  std::vector<std::uint16_t> bits;
+  for (const Conversion& c : table) bits.push_back(c.bits);
+  return bits;
+}
+
+// Opens the one-tensor file at `path`, written from `table`'s bits, and checks its
+// dtype and as_float32 bit for bit (where NaN is wanted, any NaN).
+void expect_converted(const std::filesystem::path& path, DType dtype, const std::vector<Conversion>& table) {
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  EXPECT_EQ(file.tensors().at(0).dtype, dtype);
   std::vector<float> storage;
   const TensorView view = file.as_float32(file.tensors().at(0), storage);
   ASSERT_EQ(view.size(), static_cast<Index>(table.size()));
@@ -204,12 +213,8 @@ TEST_F(Safetensors, F16ConvertsExactly) {
       {0x7e00, std::numeric_limits<float>::quiet_NaN(), "NaN"},
       {0x7c01, std::numeric_limits<float>::quiet_NaN(), "signalling NaN stays NaN"},
   };
-  std::vector<std::uint16_t> bits;
-  for (const Conversion& c : table) bits.push_back(c.bits);
-  const SafetensorsFile file =
-      SafetensorsFile::open(write_raw(tensor_header("F16", bits.size()), raw_bytes(bits)));
-  EXPECT_EQ(file.tensors().at(0).dtype, DType::F16);
-  expect_converted(file, table);
+  expect_converted(write_raw(tensor_header("F16", table.size()), raw_bytes(bits_of(table))), DType::F16,
+                   table);
 }
 
 TEST_F(Safetensors, BF16ConvertsExactly) {
@@ -226,12 +231,8 @@ TEST_F(Safetensors, BF16ConvertsExactly) {
       {0xff80, -inf, "-inf"},
       {0x7fc0, std::numeric_limits<float>::quiet_NaN(), "NaN"},
   };
-  std::vector<std::uint16_t> bits;
-  for (const Conversion& c : table) bits.push_back(c.bits);
-  const SafetensorsFile file =
-      SafetensorsFile::open(write_raw(tensor_header("BF16", bits.size()), raw_bytes(bits)));
-  EXPECT_EQ(file.tensors().at(0).dtype, DType::BF16);
-  expect_converted(file, table);
+  expect_converted(write_raw(tensor_header("BF16", table.size()), raw_bytes(bits_of(table))), DType::BF16,
+                   table);
 }
 
 TEST_F(Safetensors, NonFloatDtypeIsNotReadAsFloat) {

@@ -150,9 +150,10 @@ void setup_compare(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "compare",
       "Show whether models see word order: translate TEXT_A and TEXT_B (e.g. the same\n"
-      "words in another order) with every shipped model (or the one --model / $ORDO_MODEL names), and\n"
-      "report the cosine similarity of their mean-pooled encoder outputs. A model without\n"
-      "positions (none) cannot tell the two apart: similarity 1, same translation.");
+      "words in another order) with every shipped model (or only the one --model or\n"
+      "$ORDO_MODEL names), and report the cosine similarity of their mean-pooled encoder\n"
+      "outputs. A model without positions (none) cannot tell the two apart: similarity 1,\n"
+      "same translation.");
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
   add_max_length_option(*command, options->max_length);
