@@ -49,24 +49,6 @@ float row_max(const float* row, Index n) {
 
 }  // namespace
 
-Activation parse_activation(std::string_view name) {
-  if (name == "relu") return Activation::Relu;
-  if (name == "gelu") return Activation::Gelu;
-  if (name == "swish" || name == "silu") return Activation::Silu;
-  throw Error("activation_function",
-              "unsupported activation '" + std::string(name) + "'",
-              "supported: relu, gelu (erf form), swish, silu");
-}
-
-std::string_view activation_name(Activation activation) {
-  switch (activation) {
-    case Activation::Relu: return "relu";
-    case Activation::Gelu: return "gelu";
-    case Activation::Silu: return "swish";
-  }
-  return "unknown";
-}
-
 namespace ops {
 
 void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {

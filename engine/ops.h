@@ -5,17 +5,13 @@
 #pragma once
 
 #include <span>
-#include <string_view>
 
 #include "engine/tensor.h"
 
 namespace ordo {
 
+// ReLU, GELU (erf form), SiLU/swish. Their config names live in models/config.cpp.
 enum class Activation { Relu, Gelu, Silu };
-
-// "relu" | "gelu" | "swish" (Hugging Face's names; "silu" is accepted for swish).
-Activation parse_activation(std::string_view name);  // throws Error naming the value
-std::string_view activation_name(Activation activation);
 
 // A PyTorch Linear: weight [out, in], optional bias [out].
 struct Linear {

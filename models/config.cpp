@@ -43,9 +43,15 @@ constexpr EnumName<RopeLayout> kRopeLayouts[] = {
     {"half", RopeLayout::Half},
     {"interleaved", RopeLayout::Interleaved},
 };
-// The names parse_activation (engine/ops.cpp) accepts; listed here only so that an
-// unknown value is reported with the key and the file.
-constexpr std::string_view kActivationNames[] = {"relu", "gelu", "swish", "silu"};
+// Hugging Face's names. "silu" is an alias: to_json writes the first name, "swish".
+// gelu_new (the tanh approximation) is deliberately absent: mapping it to the erf form
+// would silently change the numbers.
+constexpr EnumName<Activation> kActivations[] = {
+    {"relu", Activation::Relu},
+    {"gelu", Activation::Gelu},
+    {"swish", Activation::Silu},
+    {"silu", Activation::Silu},
+};
 
 constexpr std::string_view kSupportedModelTypes[] = {"ordo"};
 
@@ -176,14 +182,6 @@ class KeyReader {
   const std::string& source_;
 };
 
-Activation read_activation(const KeyReader& keys, const std::string& key, Activation fallback) {
-  if (keys.find(key) == nullptr) return fallback;
-  const std::string name = keys.string(key, "");
-  for (std::string_view known : kActivationNames)
-    if (known == name) return parse_activation(name);
-  keys.fail(key, "unknown value \"" + name + "\"", "expected one of: " + join(kActivationNames));
-}
-
 // Checks the parsed values; every message names the keys involved.
 void validate(const ModelConfig& c, const KeyReader& keys) {
   bool supported = false;
@@ -307,7 +305,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
   c.decoder_attention_heads = keys.index("decoder_attention_heads");
   c.encoder_ffn_dim = keys.index("encoder_ffn_dim");
   c.decoder_ffn_dim = keys.index("decoder_ffn_dim");
-  c.activation_function = read_activation(keys, "activation_function", c.activation_function);
+  c.activation_function = keys.enumeration("activation_function", kActivations, c.activation_function);
   c.normalize_before = keys.boolean("normalize_before", c.normalize_before);
   c.scale_embedding = keys.boolean("scale_embedding", c.scale_embedding);
   c.layernorm_embedding = keys.boolean("layernorm_embedding", c.layernorm_embedding);
@@ -362,7 +360,7 @@ nlohmann::json ModelConfig::to_json() const {
   j["decoder_attention_heads"] = decoder_attention_heads;
   j["encoder_ffn_dim"] = encoder_ffn_dim;
   j["decoder_ffn_dim"] = decoder_ffn_dim;
-  j["activation_function"] = std::string(activation_name(activation_function));
+  j["activation_function"] = std::string(name_of(kActivations, activation_function));
   j["normalize_before"] = normalize_before;
   j["scale_embedding"] = scale_embedding;
   j["layernorm_embedding"] = layernorm_embedding;

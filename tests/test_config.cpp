@@ -118,6 +118,29 @@ TEST(Config, DefaultsRoundTripThroughToJson) {
   EXPECT_EQ(ModelConfig::from_json(emitted, "config.json").to_json(), emitted);
 }
 
+TEST(Config, ActivationsTakeHuggingFaceNames) {
+  for (const auto& [name, activation] : std::vector<std::pair<std::string, Activation>>{
+           {"relu", Activation::Relu}, {"gelu", Activation::Gelu}, {"swish", Activation::Silu}, {"silu", Activation::Silu}}) {
+    json config = minimal();
+    config["activation_function"] = name;
+    const ModelConfig c = ModelConfig::from_json(config, "config.json");
+    EXPECT_EQ(c.activation_function, activation) << name;
+    // What to_json writes reads back as the same activation.
+    EXPECT_EQ(ModelConfig::from_json(c.to_json(), "config.json").activation_function, activation) << name;
+  }
+}
+
+// gelu_new is the tanh approximation: silently mapping it to erf gelu would be wrong.
+TEST(Config, OtherActivationsAreRejectedListingTheSupportedNames) {
+  for (const char* name : {"tanh", "gelu_new", "RELU", ""}) {
+    const std::string message = error_with("activation_function", name);
+    std::string quoted = "unknown value \"";  // (not "..." + name: g++ 12 warns -Wrestrict)
+    quoted.append(name).append("\"");
+    EXPECT_THAT(message, HasSubstr("key 'activation_function': " + quoted));
+    EXPECT_THAT(message, HasSubstr("expected one of: relu, gelu, swish, silu"));
+  }
+}
+
 TEST(Config, SiluIsSwish) {
   json config = minimal();
   config["activation_function"] = "silu";
