@@ -69,8 +69,11 @@ Matrix encode(const Transformer& model, std::span<const int> source) {
 
 Hypothesis greedy_search(const Transformer& model, std::span<const int> source,
                          const SearchOptions& options) {
-  const Index max_length = options.resolve_max_length(model.decoder, static_cast<Index>(source.size()));
-  const Matrix memory = encode(model, source);
+  return greedy_decode(model, encode(model, source), options);
+}
+
+Hypothesis greedy_decode(const Transformer& model, ConstMatrixRef memory, const SearchOptions& options) {
+  const Index max_length = options.resolve_max_length(model.decoder, memory.rows());
   DecoderState state;
   model.decoder.start(state, memory, {}, max_length);
 

@@ -34,6 +34,11 @@ Matrix encode(const Transformer& model, std::span<const int> source);
 Hypothesis greedy_search(const Transformer& model, std::span<const int> source,
                          const SearchOptions& options = {});
 
+// The same, on a source already encoded (memory [S, d], as encode returns), for callers
+// that also need the encoder output.
+Hypothesis greedy_decode(const Transformer& model, ConstMatrixRef memory,
+                         const SearchOptions& options = {});
+
 // Teacher-forced log-probability of each target token: the decoder reads
 // [decoder_start, target[0..n-2]] and predicts target[0..n-1].
 std::vector<float> score_target(const Transformer& model, std::span<const int> source,

@@ -53,7 +53,7 @@ nlohmann::json read_side(const Model& model, const std::string& text, const Sear
   const std::vector<int> ids = model.tokenize_source(text);
   const Matrix memory = encode(model.transformer(), ids);
   pooled = mean_pool(memory);
-  const Hypothesis best = greedy_search(model.transformer(), ids, search);
+  const Hypothesis best = greedy_decode(model.transformer(), memory, search);
   return {{"text", text},
           {"tokens", model.source_pieces(ids)},
           {"translation", model.detokenize_target(best.ids)}};
