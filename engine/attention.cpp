@@ -1,9 +1,11 @@
 #include "engine/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
-#include "engine/blas.h"
 #include "engine/error.h"
 
 namespace ordo {
@@ -12,96 +14,154 @@ namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
-void apply_mask(const AttentionMask& mask, MatrixRef scores) {
-  const bool padded = !mask.key_padding.empty();
+std::string shape_of(ConstMatrixRef m) { return to_string(Shape{m.rows(), m.cols()}); }
+
+// Query row i sits at step first_query_step + i and may see keys up to that step.
+void apply_causal_mask(Index first_query_step, MatrixRef scores) {
   for (Index i = 0; i < scores.rows(); ++i) {
-    std::span<float> row = scores.row(i);
-    if (padded) {
-      for (Index j = 0; j < scores.cols(); ++j)
-        if (mask.key_padding[static_cast<std::size_t>(j)]) row[static_cast<std::size_t>(j)] = kMasked;
-    }
-    if (mask.causal) {
-      // Query i sits at step first_query_step + i and may see keys up to that step.
-      for (Index j = mask.first_query_step + i + 1; j < scores.cols(); ++j)
-        row[static_cast<std::size_t>(j)] = kMasked;
-    }
+    float* row = scores.data() + i * scores.stride();
+    for (Index j = std::max<Index>(first_query_step + i + 1, 0); j < scores.cols(); ++j) row[j] = kMasked;
   }
 }
 
 }  // namespace
 
 void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
-                                  Index heads, const AttentionMask& mask, Matrix& scores,
-                                  MatrixRef context) {
+                                  Index heads, const AttentionMask& mask, const ScoreBias* bias,
+                                  Matrix& scores, MatrixRef context) {
   const Index d = q.cols();
-  if (heads <= 0 || d % heads != 0 || k.cols() != d || v.cols() != d || k.rows() != v.rows() ||
-      context.rows() != q.rows() || context.cols() != d)
-    throw Error("attention", "inconsistent shapes: q [" + std::to_string(q.rows()) + ", " +
-                                 std::to_string(d) + "], k [" + std::to_string(k.rows()) +
-                                 ", " + std::to_string(k.cols()) + "], v [" +
-                                 std::to_string(v.rows()) + ", " + std::to_string(v.cols()) +
-                                 "], " + std::to_string(heads) + " heads");
-  if (!mask.key_padding.empty() && static_cast<Index>(mask.key_padding.size()) != k.rows())
-    throw Error("attention", "key padding mask has " + std::to_string(mask.key_padding.size()) +
-                                 " entries for " + std::to_string(k.rows()) + " keys");
+  const Index head_dim = heads > 0 && d % heads == 0 ? d / heads : 0;
+  const Index kv_heads = head_dim > 0 ? k.cols() / head_dim : 0;
+  if (head_dim == 0 || kv_heads == 0 || k.cols() % head_dim != 0 || heads % kv_heads != 0 ||
+      v.cols() != k.cols() || k.rows() != v.rows() || context.rows() != q.rows() || context.cols() != d)
+    throw Error("attention", "inconsistent shapes: q " + shape_of(q) + ", k " + shape_of(k) + ", v " +
+                                 shape_of(v) + ", context " + shape_of(context) + ", " +
+                                 std::to_string(heads) + " heads",
+                "heads must divide q's width, and K/V heads (k width / head_dim) must divide heads");
+  if (k.rows() == 0 && q.rows() > 0)
+    throw Error("attention", "no keys to attend to for " + std::to_string(q.rows()) + " queries");
 
-  const Index head_dim = d / heads;
+  const Index group = heads / kv_heads;  // query heads per K/V head
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   scores.resize(q.rows(), k.rows());
   for (Index h = 0; h < heads; ++h) {
     const Index first = h * head_dim;
-    // q_h [Tq, dh] x k_h^T [dh, Tk] -> scores [Tq, Tk], times 1/sqrt(dh)
-    blas::gemm_nt(q.col_block(first, head_dim), k.col_block(first, head_dim), scores, scale);
-    apply_mask(mask, scores);
+    const Index kv_first = (h / group) * head_dim;
+    // q_h [Tq, dh] x k_g^T [dh, Tk] -> scores [Tq, Tk], times 1/sqrt(dh)
+    ops::matmul_nt(q.col_block(first, head_dim), k.col_block(kv_first, head_dim), scores, scale);
+    if (bias != nullptr) bias->add(scores, h, mask.first_query_step);
+    if (mask.causal) apply_causal_mask(mask.first_query_step, scores);
     ops::softmax_rows(scores);
-    // scores [Tq, Tk] x v_h [Tk, dh] -> context_h [Tq, dh]
-    blas::gemm_nn(scores.view(), v.col_block(first, head_dim), context.col_block(first, head_dim));
+    // scores [Tq, Tk] x v_g [Tk, dh] -> context_h [Tq, dh]
+    ops::matmul_nn(scores.view(), v.col_block(kv_first, head_dim), context.col_block(first, head_dim));
   }
 }
 
 MultiHeadAttention::MultiHeadAttention(AttentionWeights weights, Index heads,
-                                       std::shared_ptr<const RotaryEmbedding> rotary)
-    : weights_(std::move(weights)), heads_(heads), rotary_(std::move(rotary)) {}
+                                       std::shared_ptr<const RotaryEmbedding> rotary,
+                                       std::shared_ptr<const ScoreBias> bias)
+    : weights_(std::move(weights)), heads_(heads), rotary_(std::move(rotary)), bias_(std::move(bias)) {}
 
-void MultiHeadAttention::self_attention(ConstMatrixRef x, KeyValueCache& cache, AttentionMask mask,
-                                        AttentionScratch& scratch, MatrixRef out) const {
-  const Index first_step = cache.length();
-  const KeyValueCache::Rows fresh = cache.append(x.rows());
-  ops::linear(x, weights_.k, fresh.keys);
-  ops::linear(x, weights_.v, fresh.values);
+void MultiHeadAttention::project_self(ConstMatrixRef x, const BatchRows& rows,
+                                      AttentionScratch& scratch) const {
+  check_batch_rows("self-attention", rows, x.rows());
   scratch.queries.resize(x.rows(), model_dim());
+  scratch.keys.resize(x.rows(), kv_dim());
+  scratch.values.resize(x.rows(), kv_dim());
   ops::linear(x, weights_.q, scratch.queries);
+  ops::linear(x, weights_.k, scratch.keys);
+  ops::linear(x, weights_.v, scratch.values);
   if (rotary_) {
-    rotary_->rotate(scratch.queries, first_step);
-    rotary_->rotate(fresh.keys, first_step);
+    rotary_->rotate(scratch.queries, rows);
+    rotary_->rotate(scratch.keys, rows);
   }
-  mask.first_query_step = first_step;
-  attend(cache.keys(), cache.values(), mask, scratch, out);
+  scratch.context.resize(x.rows(), model_dim());
+}
+
+void MultiHeadAttention::self_attention(ConstMatrixRef x, const BatchRows& rows,
+                                        AttentionScratch& scratch, MatrixRef out) const {
+  project_self(x, rows, scratch);
+  for (Index s = 0; s < rows.sequences(); ++s) {
+    // Keys are the sequence's own real rows: its padding is outside the window.
+    const Index length = rows.length(s);
+    if (length == 0) {  // nothing real in this sequence: no keys, a zero context
+      rows.of(scratch.context.view(), s).fill(0.0f);
+      continue;
+    }
+    const ConstMatrixRef keys = rows.of(scratch.keys.view(), s).row_block(0, length);
+    const ConstMatrixRef values = rows.of(scratch.values.view(), s).row_block(0, length);
+    scaled_dot_product_attention(rows.of(scratch.queries.view(), s), keys, values, heads_,
+                                 AttentionMask{false, rows.first_step(s)}, bias_.get(),
+                                 scratch.scores, rows.of(scratch.context.view(), s));
+  }
+  ops::linear(scratch.context, weights_.out, out);
+}
+
+void MultiHeadAttention::cached_self_attention(ConstMatrixRef x, const BatchRows& rows,
+                                               KeyValueCache& cache, std::span<const Index> slots,
+                                               AttentionScratch& scratch, MatrixRef out) const {
+  project_self(x, rows, scratch);
+  if (static_cast<Index>(slots.size()) != rows.sequences())
+    throw Error("self-attention", std::to_string(slots.size()) + " cache slots for " +
+                                      std::to_string(rows.sequences()) + " sequences");
+  for (Index s = 0; s < rows.sequences(); ++s) {
+    const Index slot = slots[static_cast<std::size_t>(s)];
+    const Index first = rows.first_step(s);
+    const Index length = rows.length(s);
+    if (slot < 0 || slot >= cache.slots() || first + length > cache.capacity())
+      throw Error("KV cache", "steps " + std::to_string(first) + ".." + std::to_string(first + length) +
+                                  " of slot " + std::to_string(slot) + " do not fit " +
+                                  std::to_string(cache.slots()) + " slots x " +
+                                  std::to_string(cache.capacity()) + " steps",
+                  "a bug in the caller: the decoder state was sized too small");
+    // The fresh K/V rows join the sequence's history, then every query reads it.
+    const auto fresh_keys = rows.of(scratch.keys.view(), s).row_block(0, length);
+    const auto fresh_values = rows.of(scratch.values.view(), s).row_block(0, length);
+    for (Index t = 0; t < length; ++t) {
+      std::ranges::copy(fresh_keys.row(t), cache.keys(slot, first + t, 1).data());
+      std::ranges::copy(fresh_values.row(t), cache.values(slot, first + t, 1).data());
+    }
+    // Causal: row t sees the history up to its own step; padding rows see all of it.
+    const Index visible = first + length;
+    const MatrixRef context = rows.of(scratch.context.view(), s);
+    if (visible == 0) {  // nothing real in this sequence: no keys, a zero context
+      context.fill(0.0f);
+      continue;
+    }
+    scaled_dot_product_attention(rows.of(scratch.queries.view(), s),
+                                 std::as_const(cache).keys(slot, 0, visible),
+                                 std::as_const(cache).values(slot, 0, visible), heads_,
+                                 AttentionMask{true, first}, bias_.get(), scratch.scores, context);
+  }
+  ops::linear(scratch.context, weights_.out, out);
 }
 
 void MultiHeadAttention::project_memory(ConstMatrixRef memory, KeyValueCache& cache) const {
-  cache.clear();
-  const KeyValueCache::Rows rows = cache.append(memory.rows());
-  ops::linear(memory, weights_.k, rows.keys);
-  ops::linear(memory, weights_.v, rows.values);
+  if (memory.rows() != cache.slots() * cache.capacity())
+    throw Error("cross-attention", "memory has " + std::to_string(memory.rows()) + " rows for " +
+                                       std::to_string(cache.slots()) + " sources x " +
+                                       std::to_string(cache.capacity()) + " rows");
+  ops::linear(memory, weights_.k, cache.all_keys());
+  ops::linear(memory, weights_.v, cache.all_values());
 }
 
-void MultiHeadAttention::cross_attention(ConstMatrixRef x, const KeyValueCache& memory,
-                                         std::span<const std::uint8_t> memory_padding,
+void MultiHeadAttention::cross_attention(ConstMatrixRef x, const BatchRows& rows,
+                                         const KeyValueCache& memory, const MemoryIndex& index,
                                          AttentionScratch& scratch, MatrixRef out) const {
+  check_batch_rows("cross-attention", rows, x.rows());
+  if (static_cast<Index>(index.source_of.size()) != rows.sequences())
+    throw Error("cross-attention", std::to_string(index.source_of.size()) + " sources named for " +
+                                       std::to_string(rows.sequences()) + " sequences");
   scratch.queries.resize(x.rows(), model_dim());
   ops::linear(x, weights_.q, scratch.queries);
-  AttentionMask mask;
-  mask.key_padding = memory_padding;
-  attend(memory.keys(), memory.values(), mask, scratch, out);
-}
-
-void MultiHeadAttention::attend(ConstMatrixRef keys, ConstMatrixRef values,
-                                const AttentionMask& mask, AttentionScratch& scratch,
-                                MatrixRef out) const {
-  scratch.context.resize(scratch.queries.rows(), model_dim());
-  scaled_dot_product_attention(scratch.queries, keys, values, heads_, mask, scratch.scores,
-                               scratch.context);
+  scratch.context.resize(x.rows(), model_dim());
+  for (Index s = 0; s < rows.sequences(); ++s) {
+    const Index source = index.source_of[static_cast<std::size_t>(s)];
+    const Index length = index.source_lengths[static_cast<std::size_t>(source)];
+    scaled_dot_product_attention(rows.of(scratch.queries.view(), s), memory.keys(source, 0, length),
+                                 memory.values(source, 0, length), heads_, AttentionMask{},
+                                 nullptr, scratch.scores, rows.of(scratch.context.view(), s));
+  }
   ops::linear(scratch.context, weights_.out, out);
 }
 

@@ -1,24 +1,31 @@
-// Multi-head attention: self (optionally causal, optionally rotary) and cross.
+// Multi-head attention over a set of sequences: self-attention (bidirectional in the
+// encoder; causal with a KV cache in the decoder), cross-attention over each sequence's
+// source, rotary positions and a per-head score bias where the model has them.
 //
-// Shapes: d = heads * head_dim. Inputs and outputs are [T, d] row-major. Each head h is
-// the column block [h*dh, (h+1)*dh) of the projections, handed to BLAS as a strided
-// view, so there is no split-heads transpose:
+// Shapes: d = heads * dh; K/V are kv_heads * dh wide (kv_heads == heads, or fewer for
+// grouped-query attention: query head h reads K/V head h / (heads / kv_heads)).
+// Activations are [S*T, d] with the rows of sequence s in block s (engine/batch.h).
+// Each head h is the column block [h*dh, (h+1)*dh) of the projections, handed to the
+// GEMM as a strided view, so there is no split-heads transpose:
 //
-//   q = x Wq^T + bq            [Tq, d]     (rotated by RoPE in self-attention)
-//   k, v = kv-source W^T + b   [Tk, d]     (appended to / read from a KeyValueCache)
-//   for each head h:
-//     s_h = q_h k_h^T / sqrt(dh)   [Tq, Tk]  masked (causal, key padding) -> softmax
-//     c_h = s_h v_h                [Tq, dh]  written into columns of c [Tq, d]
-//   out = c Wo^T + bo          [Tq, d]
+//   q = x Wq^T + bq                 [S*T, d]   (rotated by RoPE in self-attention)
+//   k, v = kv-source W^T + b        [Tk, kv]   per sequence: its own rows, its cache
+//                                              slot, or its source's memory
+//   per sequence s, per head h:
+//     s_h = q_h k_g^T / sqrt(dh)    [T, Tk]    (+ score bias) (causal mask) -> softmax
+//     c_h = s_h v_g                 [T, dh]    written into columns of c [S*T, d]
+//   out = c Wo^T + bo               [S*T, d]
 //
-// Masking: a masked score is -inf before softmax; a query whose keys are all masked
-// gets a zero context vector (never NaN).
+// Key padding: a sequence attends over its own keys only (its length, its cache
+// length, its source's length), so padded keys are never in the window at all.
+// Causal: query row i at step first_query_step + i sees keys up to that step.
+// Every query row sees at least one key, so softmax never divides by zero.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <span>
 
+#include "engine/batch.h"
 #include "engine/kv_cache.h"
 #include "engine/ops.h"
 #include "engine/positions.h"
@@ -27,61 +34,78 @@
 namespace ordo {
 
 struct AttentionMask {
-  // Causal: query row i, at step first_query_step + i, sees keys at steps <= its own.
   bool causal = false;
+  // Causal: query row i, at step first_query_step + i, sees keys at steps <= its own.
   Index first_query_step = 0;
-  // [Tk]; nonzero marks a padding key that no query may attend to. Empty: no padding.
-  std::span<const std::uint8_t> key_padding;
 };
 
-// Scratch buffers for one attention call; reserve once, reuse every step.
+// Scratch buffers for attention calls; reserve once, reuse every step.
 struct AttentionScratch {
-  Matrix queries;  // [Tq, d]
-  Matrix context;  // [Tq, d]
-  Matrix scores;   // [Tq, Tk]
+  Matrix queries;  // [S*T, d]
+  Matrix keys;     // [S*T, kv]: fresh self-attention K before they join the cache
+  Matrix values;   // [S*T, kv]
+  Matrix context;  // [S*T, d]
+  Matrix scores;   // [T, Tk]: one sequence and head at a time
 };
 
-// The attention core, all heads: q [Tq, d], k and v [Tk, d] -> context [Tq, d].
-// `scores` is resized to [Tq, Tk]; it holds the last head's probabilities afterwards.
+// The attention core for one sequence, all heads: q [Tq, H*dh], k and v [Tk, Hkv*dh]
+// -> context [Tq, H*dh]. `bias` may be null. `scores` is resized to [Tq, Tk] and holds
+// the last head's probabilities afterwards. Throws Error on inconsistent shapes.
 void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
-                                  Index heads, const AttentionMask& mask, Matrix& scores,
-                                  MatrixRef context);
+                                  Index heads, const AttentionMask& mask, const ScoreBias* bias,
+                                  Matrix& scores, MatrixRef context);
 
 struct AttentionWeights {
   Linear q, k, v, out;
 };
 
+// Where each sequence's cross-attention keys are: memory slot source_of[s], of which
+// the first source_lengths[source_of[s]] rows are real.
+struct MemoryIndex {
+  std::span<const Index> source_of;       // [S]
+  std::span<const Index> source_lengths;  // [sources]
+};
+
 class MultiHeadAttention {
  public:
-  // `rotary` is applied to q and k of self-attention only; null for no RoPE.
+  // `rotary` (RoPE) and `bias` (ALiBi, T5) apply to self-attention only; null for none.
   MultiHeadAttention(AttentionWeights weights, Index heads,
-                     std::shared_ptr<const RotaryEmbedding> rotary);
+                     std::shared_ptr<const RotaryEmbedding> rotary,
+                     std::shared_ptr<const ScoreBias> bias = nullptr);
 
   Index heads() const { return heads_; }
   Index model_dim() const { return weights_.q.out_features(); }
+  Index kv_dim() const { return weights_.k.out_features(); }
 
-  // Self-attention of x [T, d], whose rows are the steps cache.length() .. +T-1: their
-  // K/V are appended to `cache`, and every row attends over the whole cache (causally
-  // if mask.causal; mask.first_query_step is set from the cache).
-  void self_attention(ConstMatrixRef x, KeyValueCache& cache, AttentionMask mask,
-                      AttentionScratch& scratch, MatrixRef out) const;
+  // Bidirectional self-attention (the encoder): sequence s of x [S*T, d] attends over
+  // its own first rows.length(s) rows.
+  void self_attention(ConstMatrixRef x, const BatchRows& rows, AttentionScratch& scratch,
+                      MatrixRef out) const;
 
-  // Fills `cache` with the K/V projections of memory [S, d] (cross-attention, once per
-  // source). The cache must have capacity >= S.
+  // Causal self-attention with a cache (the decoder): the real rows of sequence s are
+  // its steps first_step(s) .. +length(s)-1; their K/V are written into cache slot
+  // slots[s] at those rows, and each row attends over the slot's rows up to its step.
+  void cached_self_attention(ConstMatrixRef x, const BatchRows& rows, KeyValueCache& cache,
+                             std::span<const Index> slots, AttentionScratch& scratch,
+                             MatrixRef out) const;
+
+  // Writes the K/V projections of memory [sources * L, d] into `memory` (a slot per
+  // source, capacity L): once per batch of sources, shared by all their beams.
   void project_memory(ConstMatrixRef memory, KeyValueCache& cache) const;
 
-  // Cross-attention of x [T, d] over a cache filled by project_memory(); never rotated.
-  void cross_attention(ConstMatrixRef x, const KeyValueCache& memory,
-                       std::span<const std::uint8_t> memory_padding,
-                       AttentionScratch& scratch, MatrixRef out) const;
+  // Cross-attention of x [S*T, d] over each sequence's source in a cache filled by
+  // project_memory(); never rotated, never biased, never causal.
+  void cross_attention(ConstMatrixRef x, const BatchRows& rows, const KeyValueCache& memory,
+                       const MemoryIndex& index, AttentionScratch& scratch, MatrixRef out) const;
 
  private:
-  void attend(ConstMatrixRef keys, ConstMatrixRef values, const AttentionMask& mask,
-              AttentionScratch& scratch, MatrixRef out) const;
+  // q [S*T, d] -> Q, and K/V of x into scratch, rotated.
+  void project_self(ConstMatrixRef x, const BatchRows& rows, AttentionScratch& scratch) const;
 
   AttentionWeights weights_;
   Index heads_;
   std::shared_ptr<const RotaryEmbedding> rotary_;
+  std::shared_ptr<const ScoreBias> bias_;
 };
 
 }  // namespace ordo

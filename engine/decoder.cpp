@@ -1,11 +1,65 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
+#include <string>
 
 #include "engine/error.h"
-#include "engine/transformer.h"
+#include "engine/limits.h"
 
 namespace ordo {
+
+namespace {
+
+// Sizes a per-sequence vector, reserving the most it will hold so that later resizes
+// within a decode never allocate.
+void reset_vector(std::vector<Index>& v, Index size, Index most, Index value = 0) {
+  v.reserve(static_cast<std::size_t>(most));
+  v.assign(static_cast<std::size_t>(size), value);
+}
+
+}  // namespace
+
+void DecoderState::reorder(std::span<const Index> parents) {
+  const Index count = static_cast<Index>(parents.size());
+  if (count > max_sequences())
+    throw Error("decoder state", std::to_string(count) + " sequences after reorder, more than the " +
+                                     std::to_string(max_sequences()) + " it was started for");
+  for (const Index parent : parents)
+    if (parent < 0 || parent >= sequences())
+      throw Error("decoder state", "parent " + std::to_string(parent) + " is not one of the " +
+                                       std::to_string(sequences()) + " live sequences");
+  // The first child of each parent keeps the parent's slot...
+  std::fill(slot_kept_.begin(), slot_kept_.end(), std::uint8_t{0});
+  next_slot_of_.resize(parents.size());
+  next_steps_.resize(parents.size());
+  next_source_of_.resize(parents.size());
+  for (Index i = 0; i < count; ++i) {
+    const auto p = static_cast<std::size_t>(parents[static_cast<std::size_t>(i)]);
+    const Index slot = slot_of_[p];
+    const bool first_child = slot_kept_[static_cast<std::size_t>(slot)] == 0;
+    slot_kept_[static_cast<std::size_t>(slot)] = 1;
+    next_slot_of_[static_cast<std::size_t>(i)] = first_child ? slot : -1;
+    next_steps_[static_cast<std::size_t>(i)] = steps_[p];
+    next_source_of_[static_cast<std::size_t>(i)] = source_of_[p];
+  }
+  // ...and the others copy the parent's rows into a slot that nobody kept. Copy sources
+  // are kept slots, copy targets are not, so no copy reads a slot another one wrote.
+  free_slots_.clear();
+  for (Index slot = 0; slot < max_sequences(); ++slot)
+    if (slot_kept_[static_cast<std::size_t>(slot)] == 0) free_slots_.push_back(slot);
+  std::size_t next_free = 0;
+  for (Index i = 0; i < count; ++i) {
+    Index& slot = next_slot_of_[static_cast<std::size_t>(i)];
+    if (slot >= 0) continue;
+    const Index parent_slot = slot_of_[static_cast<std::size_t>(parents[static_cast<std::size_t>(i)])];
+    slot = free_slots_[next_free++];
+    for (KeyValueCache& cache : self_attention_)
+      cache.copy_slot(parent_slot, slot, next_steps_[static_cast<std::size_t>(i)]);
+  }
+  slot_of_.swap(next_slot_of_);
+  steps_.swap(next_steps_);
+  source_of_.swap(next_source_of_);
+}
 
 Decoder::Decoder(Embedding embedding, std::vector<DecoderLayer> layers,
                  std::optional<LayerNormWeights> final_norm, NormPlacement placement,
@@ -16,69 +70,100 @@ Decoder::Decoder(Embedding embedding, std::vector<DecoderLayer> layers,
       placement_(placement),
       output_(std::move(output_projection)) {}
 
-void Decoder::start(DecoderState& state, ConstMatrixRef memory,
-                    std::span<const std::uint8_t> memory_padding, Index max_steps) const {
-  if (max_steps > this->max_steps())
-    throw Error("decoder", "a target of " + std::to_string(max_steps) +
+void Decoder::check_length(Index length) const {
+  if (length > max_steps())
+    throw Error("decoder", "a target of " + std::to_string(length) +
                                " tokens needs more positions than this model's learned table has (max_position_embeddings=" +
-                               std::to_string(this->max_steps()) + ")",
+                               std::to_string(max_steps()) + ")",
                 "shorten the target, or ask for fewer output tokens");
-  if (max_steps > kMaxSequenceLength)
-    throw Error("decoder", "a target of " + std::to_string(max_steps) + " tokens is more than ordo's limit of " +
-                               std::to_string(kMaxSequenceLength),
-                "ask for fewer output tokens");
-  if (!memory_padding.empty() && static_cast<Index>(memory_padding.size()) != memory.rows())
-    throw Error("decoder", "memory padding has " + std::to_string(memory_padding.size()) +
-                               " entries for " + std::to_string(memory.rows()) + " source rows");
+  check_sequence_length("decoder", "a target", length, "ask for fewer output tokens");
+}
+
+void Decoder::start(DecoderState& state, const EncoderOutput& memory,
+                    std::span<const Index> source_of, Index max_sequences, Index max_steps) const {
+  check_length(max_steps);
+  const Index sequences = static_cast<Index>(source_of.size());
+  if (sequences == 0 || max_sequences < sequences)
+    throw Error("decoder", "room for " + std::to_string(max_sequences) + " sequences asked for " +
+                               std::to_string(sequences) + " starting ones");
+  for (const Index source : source_of)
+    if (source < 0 || source >= memory.sources())
+      throw Error("decoder", "source " + std::to_string(source) + " is not one of the " +
+                                 std::to_string(memory.sources()) + " encoded sources");
+  if (memory.states.rows() != memory.sources() * memory.rows_per_source || memory.states.cols() != dim())
+    throw Error("decoder", "encoder output [" + std::to_string(memory.states.rows()) + ", " +
+                               std::to_string(memory.states.cols()) + "] does not hold " +
+                               std::to_string(memory.sources()) + " sources of " +
+                               std::to_string(memory.rows_per_source) + " rows x " + std::to_string(dim()));
+
   const auto layers = layers_.size();
   state.self_attention_.resize(layers);
   state.cross_attention_.resize(layers);
   for (std::size_t i = 0; i < layers; ++i) {
-    state.self_attention_[i].reset(max_steps, dim());
-    state.cross_attention_[i].reset(memory.rows(), dim());
-    layers_[i].cross_attention.project_memory(memory, state.cross_attention_[i]);
+    state.self_attention_[i].reset(max_sequences, max_steps, layers_[i].self_attention.kv_dim());
+    state.cross_attention_[i].reset(memory.sources(), memory.rows_per_source,
+                                    layers_[i].cross_attention.kv_dim());
+    layers_[i].cross_attention.project_memory(memory.states, state.cross_attention_[i]);
   }
-  state.memory_padding_.assign(memory_padding.begin(), memory_padding.end());
-  // Reserve the largest shapes now: the step loop then never allocates.
-  state.hidden_.reserve(max_steps * dim());
-  state.residual_.normed.reserve(max_steps * dim());
-  state.residual_.delta.reserve(max_steps * dim());
-  state.attention_.queries.reserve(max_steps * dim());
-  state.attention_.context.reserve(max_steps * dim());
-  // One query row per step while searching; feeding many tokens at once (scoring) may
-  // grow the scores further, outside the search loop.
-  state.attention_.scores.reserve(std::max(max_steps, memory.rows()));
-  Index widest_ffn = 0;
-  for (const DecoderLayer& layer : layers_)
+  state.memory_lengths_ = memory.lengths;
+  state.slot_of_.reserve(static_cast<std::size_t>(max_sequences));
+  state.slot_of_.clear();
+  for (Index s = 0; s < sequences; ++s) state.slot_of_.push_back(s);
+  reset_vector(state.steps_, sequences, max_sequences);
+  state.source_of_.reserve(static_cast<std::size_t>(max_sequences));
+  state.source_of_.assign(source_of.begin(), source_of.end());
+  reset_vector(state.ones_, max_sequences, max_sequences, 1);
+  for (auto* v : {&state.next_slot_of_, &state.next_steps_, &state.next_source_of_, &state.free_slots_})
+    reset_vector(*v, 0, max_sequences);
+  state.slot_kept_.assign(static_cast<std::size_t>(max_sequences), 0);
+
+  // Reserve the largest shapes a step() needs (one row per sequence): the step loop
+  // then never allocates. feed() with many rows per sequence may grow them further.
+  const Index rows = max_sequences;
+  Index widest_ffn = 0, widest_kv = 0;
+  for (const DecoderLayer& layer : layers_) {
     widest_ffn = std::max(widest_ffn, layer.feed_forward.hidden_dim());
-  state.ffn_hidden_.reserve(max_steps * widest_ffn);
-  state.steps_ = 0;
+    widest_kv = std::max({widest_kv, layer.self_attention.kv_dim()});
+  }
+  for (Matrix* m : {&state.hidden_, &state.residual_.normed, &state.residual_.delta,
+                    &state.attention_.queries, &state.attention_.context})
+    m->reserve(rows * dim());
+  state.attention_.keys.reserve(rows * widest_kv);
+  state.attention_.values.reserve(rows * widest_kv);
+  state.attention_.scores.reserve(std::max(max_steps, memory.rows_per_source));
+  state.ffn_hidden_.reserve(rows * widest_ffn);
   state.capacity_ = max_steps;
 }
 
 void Decoder::step(DecoderState& state, std::span<const int> tokens, Matrix& logits) const {
-  const Index count = static_cast<Index>(tokens.size());
-  if (state.steps_ + count > state.capacity_)
-    throw Error("decoder", "feeding " + std::to_string(count) + " tokens after " +
-                               std::to_string(state.steps_) + " exceeds the " +
-                               std::to_string(state.capacity_) + " steps the state was started with");
-  Matrix& x = state.hidden_;
-  x.resize(count, dim());
-  embedding_.embed(tokens, state.steps_, x);
+  feed(state, tokens, 1, std::span<const Index>(state.ones_).first(state.steps_.size()), logits);
+}
 
-  AttentionMask causal;
-  causal.causal = true;
+void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_per_sequence,
+                   std::span<const Index> lengths, Matrix& logits) const {
+  const BatchRows rows{rows_per_sequence, state.steps_, lengths};
+  check_batch_rows("decoder", rows, static_cast<Index>(tokens.size()));
+  for (Index s = 0; s < rows.sequences(); ++s)
+    if (rows.first_step(s) + rows.length(s) > state.capacity_)
+      throw Error("decoder", "feeding " + std::to_string(rows.length(s)) + " tokens to sequence " +
+                                 std::to_string(s) + " after " + std::to_string(rows.first_step(s)) +
+                                 " exceeds the " + std::to_string(state.capacity_) +
+                                 " steps the state was started with");
+  Matrix& x = state.hidden_;
+  x.resize(rows.rows(), dim());
+  embedding_.embed(tokens, rows, x);
+
+  const MemoryIndex memory{state.source_of_, state.memory_lengths_};
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const DecoderLayer& layer = layers_[i];
     residual_block(x, layer.self_attention_norm, placement_, state.residual_,
                    [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.self_attention.self_attention(in, state.self_attention_[i], causal,
-                                                         state.attention_, delta);
+                     layer.self_attention.cached_self_attention(in, rows, state.self_attention_[i],
+                                                                state.slot_of_, state.attention_, delta);
                    });
     residual_block(x, layer.cross_attention_norm, placement_, state.residual_,
                    [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.cross_attention.cross_attention(in, state.cross_attention_[i],
-                                                           state.memory_padding_,
+                     layer.cross_attention.cross_attention(in, rows, state.cross_attention_[i], memory,
                                                            state.attention_, delta);
                    });
     residual_block(x, layer.final_norm, placement_, state.residual_,
@@ -87,9 +172,9 @@ void Decoder::step(DecoderState& state, std::span<const int> tokens, Matrix& log
                    });
   }
   if (final_norm_) ops::layer_norm(x, *final_norm_, placement_.eps, x);
-  logits.resize(count, vocab_size());
+  logits.resize(rows.rows(), vocab_size());
   ops::linear(x, output_, logits);
-  state.steps_ += count;
+  for (Index s = 0; s < rows.sequences(); ++s) state.steps_[static_cast<std::size_t>(s)] += rows.length(s);
 }
 
 }  // namespace ordo

@@ -1,13 +1,16 @@
-// The decoder stack, run incrementally.
+// The decoder stack, run incrementally over a set of live sequences.
 //
-// start() binds a source: it projects the encoder output into every layer's
-// cross-attention K/V once. step() then feeds T new target tokens (T = 1 while
-// searching; the whole target when scoring with teacher forcing), appends their K/V to
-// the self-attention caches and returns their logits. Positions continue from the
-// number of tokens already fed, so step-by-step and all-at-once agree.
+// start() binds a batch of encoded sources: it projects the encoder output into every
+// layer's cross-attention K/V once per source, and opens one sequence per entry of
+// `source_of` (beams of one source share its K/V; nothing is copied per beam). step()
+// then feeds one new token to every live sequence and returns their logits; feed()
+// feeds several per sequence (teacher-forced scoring). Each sequence has its own
+// length and so its own positions: sequence s's next token is at step steps(s).
+// reorder() makes the live set follow a beam step: new sequence i continues old
+// sequence parents[i] (and a shorter parents list drops sequences that finished).
 //
-//   tokens [T] -> embed -> N x [causal self-attn, cross-attn, feed-forward]
-//             -> (pre-norm: final LN) -> logits [T, V] = h W^T (+ final_logits_bias)
+//   tokens [S*T] -> embed -> N x [causal self-attn, cross-attn, feed-forward]
+//               -> (pre-norm: final LN) -> logits [S*T, V] = h W^T (+ final_logits_bias)
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 
 #include "engine/attention.h"
 #include "engine/embedding.h"
+#include "engine/encoder.h"
 #include "engine/feed_forward.h"
 #include "engine/residual.h"
 
@@ -31,23 +35,51 @@ struct DecoderLayer {
   LayerNormWeights final_norm;
 };
 
-// Everything one translation needs while decoding: caches and buffers, sized once by
-// Decoder::start(). One state per concurrent request; the Decoder itself is immutable.
+// Everything a batch needs while decoding: caches and buffers, sized once by
+// Decoder::start() for `max_sequences` sequences of up to `max_steps` tokens. One state
+// per concurrent request; the Decoder itself is immutable.
+//
+// The self-attention caches hold a slot per sequence ([slots, capacity, width], see
+// kv_cache.h), and the state maps live sequences to slots. reorder() therefore moves
+// slot numbers: the first sequence to continue a parent takes over the parent's slot,
+// and only further children of the same parent get a copy of its rows (into a slot
+// nobody continued). Beams that each continue a different parent cost nothing; a
+// parent chosen by c children costs c - 1 copies of its history. The alternative,
+// paged blocks shared by reference, would copy even less but make every attention read
+// a gather over blocks; at translation lengths the copies are a small part of a step.
 class DecoderState {
  public:
-  Index steps() const { return steps_; }
+  Index sequences() const { return static_cast<Index>(steps_.size()); }
+  Index max_sequences() const { return static_cast<Index>(slot_kept_.size()); }
+  // Tokens fed to live sequence s so far (its next token's step).
+  Index steps(Index s) const { return steps_.at(static_cast<std::size_t>(s)); }
+  // The source (index into the encoded batch) whose memory sequence s attends to.
+  Index source_of(Index s) const { return source_of_.at(static_cast<std::size_t>(s)); }
   Index capacity() const { return capacity_; }
+
+  // New live sequence i continues old live sequence parents[i]: its history, steps and
+  // source. parents.size() <= max_sequences(); a parent may appear any number of times
+  // or not at all. Allocates nothing. Throws Error on an out-of-range parent.
+  void reorder(std::span<const Index> parents);
 
  private:
   friend class Decoder;
-  std::vector<KeyValueCache> self_attention_;
-  std::vector<KeyValueCache> cross_attention_;
-  std::vector<std::uint8_t> memory_padding_;
+  std::vector<KeyValueCache> self_attention_;   // per layer: [slots, capacity, width]
+  std::vector<KeyValueCache> cross_attention_;  // per layer: [sources, L, width]
+  std::vector<Index> memory_lengths_;           // [sources]
+  // Per live sequence.
+  std::vector<Index> slot_of_;
+  std::vector<Index> steps_;
+  std::vector<Index> source_of_;
+  std::vector<Index> ones_;  // [max_sequences] of 1: step()'s lengths
+  // reorder()'s scratch, sized by start().
+  std::vector<Index> next_slot_of_, next_steps_, next_source_of_, free_slots_;
+  std::vector<std::uint8_t> slot_kept_;  // [slots]
+  // Activations.
   Matrix hidden_;
   Matrix ffn_hidden_;
   AttentionScratch attention_;
   ResidualScratch residual_;
-  Index steps_ = 0;
   Index capacity_ = 0;
 };
 
@@ -57,19 +89,31 @@ class Decoder {
           std::optional<LayerNormWeights> final_norm, NormPlacement placement,
           Linear output_projection);
 
-  // Binds the encoder output memory [S, d] (with optional key padding [S]) and makes
-  // room for `max_steps` target tokens. Throws if max_steps exceeds max_steps().
-  void start(DecoderState& state, ConstMatrixRef memory,
-             std::span<const std::uint8_t> memory_padding, Index max_steps) const;
+  // Binds the encoder output of a batch and opens one live sequence per entry of
+  // source_of (each an index into memory's sources), with room for up to
+  // max_sequences live sequences (>= source_of.size(); batch x beam) of up to
+  // max_steps tokens each. Throws Error if max_steps exceeds max_steps() or ordo's
+  // length limit.
+  void start(DecoderState& state, const EncoderOutput& memory, std::span<const Index> source_of,
+             Index max_sequences, Index max_steps) const;
 
-  // Feeds tokens [T] at steps state.steps() .. +T-1; logits is resized to [T, V].
+  // Feeds tokens[s] to every live sequence s; logits is resized to [S, V]. Allocates
+  // nothing once `logits` has had its size.
   void step(DecoderState& state, std::span<const int> tokens, Matrix& logits) const;
+
+  // Feeds up to T tokens to every live sequence: tokens [S*T], sequence s's first
+  // lengths[s] of them real (the rest padding, ignored); logits [S*T, V].
+  void feed(DecoderState& state, std::span<const int> tokens, Index rows_per_sequence,
+            std::span<const Index> lengths, Matrix& logits) const;
 
   Index vocab_size() const { return output_.out_features(); }
   Index dim() const { return embedding_.dim(); }
   Index layer_count() const { return static_cast<Index>(layers_.size()); }
   // Longest target the positions allow.
   Index max_steps() const { return embedding_.max_steps(); }
+  // Throws Error when a target of `length` tokens is longer than the positions or ordo
+  // allow.
+  void check_length(Index length) const;
 
  private:
   Embedding embedding_;

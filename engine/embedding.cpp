@@ -11,10 +11,10 @@ Embedding::Embedding(TensorView table, float scale,
       norm_(std::move(norm)),
       norm_eps_(norm_eps) {}
 
-void Embedding::embed(std::span<const int> ids, Index first_step, MatrixRef out) const {
+void Embedding::embed(std::span<const int> ids, const BatchRows& rows, MatrixRef out) const {
   ops::gather_rows(table_.matrix(), ids, out);
   if (scale_ != 1.0f) ops::scale(out, scale_);
-  positions_->add(out, first_step);
+  positions_->add(out, rows);
   if (norm_) ops::layer_norm(out, *norm_, norm_eps_, out);
 }
 

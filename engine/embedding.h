@@ -1,6 +1,6 @@
 // Token ids -> the first layer's input: look up, scale, add positions, normalize.
 //
-//   x[s] = E[id_s] * scale + PE(offset + first_step + s)      [T, d]
+//   x[r] = E[id_r] * scale + PE(offset + step of row r)        [S*T, d]
 //   x    = LayerNorm(x)                                        (only with layernorm_embedding)
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 
+#include "engine/batch.h"
 #include "engine/ops.h"
 #include "engine/positions.h"
 #include "engine/tensor.h"
@@ -20,14 +21,17 @@ class Embedding {
   Embedding(TensorView table, float scale, std::shared_ptr<const AdditivePositions> positions,
             std::optional<LayerNormWeights> norm, float norm_eps);
 
-  // out [ids.size(), d]. An id outside [0, vocab) throws Error.
-  void embed(std::span<const int> ids, Index first_step, MatrixRef out) const;
+  // out [ids.size(), d], rows laid out as `rows` says. An id outside [0, vocab) throws
+  // Error.
+  void embed(std::span<const int> ids, const BatchRows& rows, MatrixRef out) const;
 
   Index vocab_size() const { return table_.dim(0); }
   Index dim() const { return table_.dim(1); }
   const TensorView& table() const { return table_; }
   // Longest sequence the positions allow (learned tables are finite).
   Index max_steps() const { return positions_->max_steps(); }
+  // Throws Error when a sequence of `count` tokens needs positions the model lacks.
+  void check_length(Index count) const { positions_->check_steps(0, count); }
 
  private:
   TensorView table_;

@@ -1,5 +1,6 @@
 // The encoder stack: embed, then N x [self-attention, feed-forward], then (pre-norm)
-// a final layer norm.  ids [S] -> memory [S, d].
+// a final layer norm. A batch of sources, padded to one length:
+//   ids [B*L] -> out [B*L, d]; rows of source b past its length are padding.
 #pragma once
 
 #include <optional>
@@ -7,11 +8,25 @@
 #include <vector>
 
 #include "engine/attention.h"
+#include "engine/batch.h"
 #include "engine/embedding.h"
 #include "engine/feed_forward.h"
 #include "engine/residual.h"
 
 namespace ordo {
+
+// The encoder output of a batch of sources: what the decoder attends to.
+struct EncoderOutput {
+  Matrix states;               // [B*L, d]; rows of source b past lengths[b] are padding
+  std::vector<Index> lengths;  // [B] tokens of each source
+  Index rows_per_source = 0;   // L, the longest source
+
+  Index sources() const { return static_cast<Index>(lengths.size()); }
+  // The real rows of source b, [lengths[b], d].
+  ConstMatrixRef source(Index b) const {
+    return states.view().row_block(b * rows_per_source, lengths[static_cast<std::size_t>(b)]);
+  }
+};
 
 struct EncoderLayer {
   MultiHeadAttention self_attention;
@@ -22,7 +37,6 @@ struct EncoderLayer {
 
 // Per-call buffers. Reusing one workspace across calls avoids reallocating.
 struct EncoderWorkspace {
-  KeyValueCache keys_values;
   AttentionScratch attention;
   ResidualScratch residual;
   Matrix ffn_hidden;
@@ -33,10 +47,11 @@ class Encoder {
   Encoder(Embedding embedding, std::vector<EncoderLayer> layers,
           std::optional<LayerNormWeights> final_norm, NormPlacement placement);
 
-  // ids [S] -> out [S, d]. `padding` ([S], nonzero = pad, or empty) is masked as keys;
-  // padded rows of the output are computed but meaningless.
-  void encode(std::span<const int> ids, std::span<const std::uint8_t> padding,
-              EncoderWorkspace& workspace, Matrix& out) const;
+  // ids [B*L], laid out as `rows` says (first steps 0) -> out [B*L, d]. Each source
+  // attends over its own rows.length(b) tokens only; its padding rows are computed but
+  // meaningless. Ids are checked by the embedding; lengths by the caller (encode_batch).
+  void encode(std::span<const int> ids, const BatchRows& rows, EncoderWorkspace& workspace,
+              Matrix& out) const;
 
   const Embedding& embedding() const { return embedding_; }
   Index layer_count() const { return static_cast<Index>(layers_.size()); }

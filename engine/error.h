@@ -26,4 +26,19 @@ class Error : public std::runtime_error {
   }
 };
 
+// An option with a value it cannot take; field() names it as the options struct spells
+// it ("beam_size"), so that the CLI can name its own flag instead ("--beam").
+class OptionError : public Error {
+ public:
+  OptionError(const std::string& field, const std::string& what)
+      : Error(field, what), field_(field), what_(what) {}
+  const std::string& field() const { return field_; }
+  // The message without the field name.
+  const std::string& problem() const { return what_; }
+
+ private:
+  std::string field_;
+  std::string what_;
+};
+
 }  // namespace ordo

@@ -1,51 +1,73 @@
-// Keys and values of one attention layer, sized once, appended to step by step.
+// Keys and values of one attention layer for a set of sequences, sized once.
 //
-// Decoder self-attention appends the K/V rows of each new token; cross-attention fills
-// its cache once per source sentence and only reads it afterwards. Capacity is fixed at
-// reset(), so decoding never reallocates.
+// Storage is [slots, capacity, width]: one slot per sequence, its rows contiguous, so
+// that attention reads a sequence's history as one strided matrix and hands it to
+// GEMM as is. Which sequence lives in which slot is the caller's business
+// (DecoderState keeps that table for all layers at once): reordering beams then moves
+// slot numbers, and copies rows only for a parent that more than one beam continues
+// (copy_slot). Capacity is fixed at reset(), so decoding never reallocates.
+//
+// Cross-attention uses the same storage with a slot per *source*: its K/V are written
+// once (all_keys / all_values, one GEMM over the padded encoder output) and shared by
+// every beam of that source.
 #pragma once
 
-#include "engine/error.h"
+#include <algorithm>
+
 #include "engine/tensor.h"
 
 namespace ordo {
 
 class KeyValueCache {
  public:
-  // Empties the cache and makes room for `capacity` rows of width `width`.
-  void reset(Index capacity, Index width) {
-    keys_.resize(capacity, width);
-    values_.resize(capacity, width);
-    length_ = 0;
-  }
-  void clear() { length_ = 0; }
-
-  Index length() const { return length_; }
-  Index capacity() const { return keys_.rows(); }
-
-  // Claims the next `rows` rows for the caller to write K and V into.
-  struct Rows {
-    MatrixRef keys;
-    MatrixRef values;
-  };
-  Rows append(Index rows) {
-    if (length_ + rows > capacity())
-      throw Error("KV cache", "appending " + std::to_string(rows) + " rows to " +
-                                  std::to_string(length_) + " exceeds the capacity of " +
-                                  std::to_string(capacity()) + " steps",
-                  "a bug in the caller: the decoder state was sized too small");
-    Rows claimed{keys_.view().row_block(length_, rows), values_.view().row_block(length_, rows)};
-    length_ += rows;
-    return claimed;
+  // Makes room for `slots` x `capacity` rows of width `width`; contents unspecified.
+  void reset(Index slots, Index capacity, Index width) {
+    slots_ = slots;
+    capacity_ = capacity;
+    keys_.resize(slots * capacity, width);
+    values_.resize(slots * capacity, width);
   }
 
-  ConstMatrixRef keys() const { return keys_.view().row_block(0, length_); }
-  ConstMatrixRef values() const { return values_.view().row_block(0, length_); }
+  Index slots() const { return slots_; }
+  Index capacity() const { return capacity_; }
+  Index width() const { return keys_.cols(); }
+
+  // Rows [first, first + count) of a slot. Asserted in range: callers size the cache.
+  MatrixRef keys(Index slot, Index first, Index count) { return block(keys_, slot, first, count); }
+  MatrixRef values(Index slot, Index first, Index count) { return block(values_, slot, first, count); }
+  ConstMatrixRef keys(Index slot, Index first, Index count) const {
+    return block(keys_, slot, first, count);
+  }
+  ConstMatrixRef values(Index slot, Index first, Index count) const {
+    return block(values_, slot, first, count);
+  }
+
+  // Every slot at once, [slots * capacity, width].
+  MatrixRef all_keys() { return keys_.view(); }
+  MatrixRef all_values() { return values_.view(); }
+
+  // The first `rows` rows of slot `from` -> slot `to` (a beam continued twice).
+  void copy_slot(Index from, Index to, Index rows) {
+    copy_rows(keys_, from, to, rows);
+    copy_rows(values_, from, to, rows);
+  }
 
  private:
+  MatrixRef block(Matrix& m, Index slot, Index first, Index count) const {
+    return MatrixRef(m.view()).row_block(slot * capacity_ + first, count);
+  }
+  ConstMatrixRef block(const Matrix& m, Index slot, Index first, Index count) const {
+    return m.view().row_block(slot * capacity_ + first, count);
+  }
+  void copy_rows(Matrix& m, Index from, Index to, Index rows) {
+    const float* source = m.data() + from * capacity_ * m.cols();
+    std::copy(source, source + rows * m.cols(), m.data() + to * capacity_ * m.cols());
+  }
+
   Matrix keys_;
   Matrix values_;
-  Index length_ = 0;
+  Index slots_ = 0;
+  Index capacity_ = 0;
 };
 
 }  // namespace ordo

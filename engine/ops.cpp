@@ -72,6 +72,20 @@ void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
   if (!layer.bias.empty()) add_row_vector(y, layer.bias.vector());
 }
 
+void matmul_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
+  if (a.cols() != b.cols() || c.rows() != a.rows() || c.cols() != b.rows())
+    throw Error("matmul_nt", "a " + shape_of(a) + " x b^T with b " + shape_of(b) + " -> c " +
+                                 shape_of(c) + ": expected a [m, k], b [n, k], c [m, n]");
+  blas::gemm_nt(a, b, c, alpha, beta);
+}
+
+void matmul_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
+  if (a.cols() != b.rows() || c.rows() != a.rows() || c.cols() != b.cols())
+    throw Error("matmul_nn", "a " + shape_of(a) + " x b " + shape_of(b) + " -> c " + shape_of(c) +
+                                 ": expected a [m, k], b [k, n], c [m, n]");
+  blas::gemm_nn(a, b, c, alpha, beta);
+}
+
 void layer_norm(ConstMatrixRef x, const LayerNormWeights& norm, float eps, MatrixRef y) {
   const Index d = x.cols();
   check_same_shape("layer_norm", "input", x, "output", y);

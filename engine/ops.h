@@ -33,6 +33,15 @@ namespace ops {
 // y [T,out] = x [T,in] W^T + b, one cblas_sgemm. Not in place.
 void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y);
 
+// c [m,n] = alpha * a [m,k] b^T + beta * c, with b given as [n,k] (q k^T in attention).
+// Strided views are fine (one head's columns).
+void matmul_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha = 1.0f,
+               float beta = 0.0f);
+
+// c [m,n] = alpha * a [m,k] b [k,n] + beta * c (probabilities x values in attention).
+void matmul_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha = 1.0f,
+               float beta = 0.0f);
+
 // Row-wise (x - mean) / sqrt(var + eps) * weight + bias; biased variance as PyTorch.
 // In place allowed.
 void layer_norm(ConstMatrixRef x, const LayerNormWeights& norm, float eps, MatrixRef y);

@@ -1,5 +1,6 @@
 #include "engine/positions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -65,16 +66,20 @@ SinusoidalPositions::SinusoidalPositions(Index dim, SinusoidalLayout layout,
   }
 }
 
-void SinusoidalPositions::add(MatrixRef embeddings, Index first_step) const {
+void SinusoidalPositions::add(MatrixRef embeddings, const BatchRows& rows) const {
   if (embeddings.cols() != dim_)
     throw Error("sinusoidal positions",
                 "embeddings " + shape_of(embeddings) + " are not " + str(dim_) + " wide",
                 "positions and embeddings must share d_model");
-  // emb[t] [d] += pe(offset + first_step + t) [d], each pe entry rounded to float once.
-  for (Index t = 0; t < embeddings.rows(); ++t) {
-    float* row = embeddings.data() + t * embeddings.stride();
-    for_each_sinusoid(frequencies_, layout_, offset_ + first_step + t,
-                      [row](Index j, double value) { row[j] += static_cast<float>(value); });
+  check_batch_rows("sinusoidal positions", rows, embeddings.rows());
+  // emb[s*T + t] [d] += pe(offset + first_step[s] + t) [d], each entry rounded once.
+  for (Index s = 0; s < rows.sequences(); ++s) {
+    const MatrixRef block = rows.of(embeddings, s);
+    for (Index t = 0; t < block.rows(); ++t) {
+      float* row = block.data() + t * block.stride();
+      for_each_sinusoid(frequencies_, layout_, offset_ + rows.first_step(s) + t,
+                        [row](Index j, double value) { row[j] += static_cast<float>(value); });
+    }
   }
 }
 
@@ -103,7 +108,7 @@ LearnedPositions::LearnedPositions(TensorView table, Index offset)
                 "check position_offset in config.json");
 }
 
-void LearnedPositions::add(MatrixRef embeddings, Index first_step) const {
+void LearnedPositions::add(MatrixRef embeddings, const BatchRows& rows) const {
   const char* where = "learned positions";
   const Index width = table_.dim(1);
   if (embeddings.cols() != width)
@@ -112,23 +117,20 @@ void LearnedPositions::add(MatrixRef embeddings, Index first_step) const {
                     to_string(table_.shape()) + ": widths " + str(embeddings.cols()) +
                     " and " + str(width) + " differ",
                 "positions and embeddings must share d_model");
-  const Index count = embeddings.rows();
-  if (count == 0) return;
-  if (first_step < 0) throw Error(where, "first step " + str(first_step) + " is negative");
-  // Written as a subtraction so that a huge first_step cannot overflow.
-  if (first_step > max_steps() - count) {
-    const Index tokens = first_step + count;
-    throw Error(where,
-                "a sequence of " + str(tokens) + " tokens needs positions up to " +
-                    str(tokens - 1) + ", but this model has max_position_embeddings=" +
-                    str(max_steps()),
-                "shorten the input or use a model with sinusoidal/rope positions");
-  }
-  // emb[t] [d] += table[offset + first_step + t] [d]
-  for (Index t = 0; t < count; ++t) {
-    const float* in = table_.data() + (offset_ + first_step + t) * width;
-    float* out = embeddings.data() + t * embeddings.stride();
-    for (Index j = 0; j < width; ++j) out[j] += in[j];
+  check_batch_rows(where, rows, embeddings.rows());
+  for (Index s = 0; s < rows.sequences(); ++s) {
+    const Index first_step = rows.first_step(s);
+    const Index count = rows.length(s);
+    check_steps(first_step, count);
+    // Real rows and the padding rows the table still covers; later padding gets nothing.
+    const Index covered = std::max(count, std::min(rows.rows_per_sequence, max_steps() - first_step));
+    // emb[s*T + t] [d] += table[offset + first_step + t] [d]
+    const MatrixRef block = rows.of(embeddings, s);
+    for (Index t = 0; t < covered; ++t) {
+      const float* in = table_.data() + (offset_ + first_step + t) * width;
+      float* out = block.data() + t * block.stride();
+      for (Index j = 0; j < width; ++j) out[j] += in[j];
+    }
   }
 }
 
@@ -153,23 +155,27 @@ RotaryEmbedding::RotaryEmbedding(Index head_dim, double theta, RopeLayout layout
         std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
 }
 
-void RotaryEmbedding::rotate(MatrixRef x, Index first_step) const {
+void RotaryEmbedding::rotate(MatrixRef x, const BatchRows& rows) const {
   if (x.cols() % head_dim_ != 0)
     throw Error("rotary embedding",
                 "input " + shape_of(x) + " has width " + str(x.cols()) +
                     ", not a multiple of head_dim=" + str(head_dim_),
                 "pass a [T, heads*head_dim] projection");
+  check_batch_rows("rotary embedding", rows, x.rows());
   const Index heads = x.cols() / head_dim_;
   const Index half = head_dim_ / 2;
   // Pair i is (a, b) = (i*step, i*step + gap): (i, i + dh/2) or (2i, 2i+1).
   const Index step = layout_ == RopeLayout::Half ? 1 : 2;
   const Index gap = layout_ == RopeLayout::Half ? half : 1;
 
-  // x[t, h*dh + a], x[t, h*dh + b] -> (a cos - b sin, a sin + b cos), angle p * w_i with
-  // p = offset + first_step + t; every head h the same. cos/sin once per (t, i).
-  for (Index t = 0; t < x.rows(); ++t) {
-    float* row = x.data() + t * x.stride();
-    const double p = static_cast<double>(offset_ + first_step + t);
+  // x[r, h*dh + a], x[r, h*dh + b] -> (a cos - b sin, a sin + b cos), angle p * w_i with
+  // p = offset + first_steps[s] + t for row r = s*T + t; every head h the same. cos/sin
+  // once per (row, i).
+  for (Index r = 0; r < x.rows(); ++r) {
+    const Index s = r / rows.rows_per_sequence;
+    const Index t = r % rows.rows_per_sequence;
+    float* row = x.data() + r * x.stride();
+    const double p = static_cast<double>(offset_ + rows.first_step(s) + t);
     for (Index i = 0; i < half; ++i) {
       const double angle = p * frequencies_[static_cast<std::size_t>(i)];
       const double c = std::cos(angle);
@@ -183,6 +189,32 @@ void RotaryEmbedding::rotate(MatrixRef x, Index first_step) const {
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// One sequence
+
+void AdditivePositions::check_steps(Index first_step, Index count) const {
+  // Written as a subtraction so that a huge first_step cannot overflow.
+  if (count > 0 && first_step > max_steps() - count) {
+    const Index tokens = first_step + count;
+    throw Error("learned positions",
+                "a sequence of " + str(tokens) + " tokens needs positions up to " + str(tokens - 1) +
+                    ", but this model has max_position_embeddings=" + str(max_steps()),
+                "shorten the input or use a model with sinusoidal/rope positions");
+  }
+}
+
+void AdditivePositions::add(MatrixRef embeddings, Index first_step) const {
+  const Index first_steps[] = {first_step};
+  const Index lengths[] = {embeddings.rows()};
+  add(embeddings, BatchRows{embeddings.rows(), first_steps, lengths});
+}
+
+void RotaryEmbedding::rotate(MatrixRef x, Index first_step) const {
+  const Index first_steps[] = {first_step};
+  const Index lengths[] = {x.rows()};
+  rotate(x, BatchRows{x.rows(), first_steps, lengths});
 }
 
 }  // namespace ordo

@@ -2,12 +2,15 @@
 //
 // Additive schemes add a vector per position to the token embeddings before the first
 // layer (sinusoidal, learned, or none). Rotary (RoPE) instead rotates q and k inside
-// every self-attention, so that <R_m q, R_n k> depends only on m - n. Later additions
-// that bias the attention scores (ALiBi, T5) get their own interface beside these.
+// every self-attention, so that <R_m q, R_n k> depends only on m - n. A third kind,
+// ScoreBias, adds a bias per head to the attention scores themselves (ALiBi, T5's
+// relative buckets); ordo has none yet, the interface is where they plug in.
 //
 // Positions are counted in *steps* from the start of a sequence: step s of a sequence
 // has position `offset + s`, where `offset` is the model's position_offset. With a
-// KV cache, the decoder's token at step t is encoded at offset + t.
+// KV cache, the decoder's token at step t is encoded at offset + t. In a batch every
+// sequence has its own first step (BatchRows), so sequences of different lengths and
+// beams of different ages share one call.
 #pragma once
 
 #include <limits>
@@ -15,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/batch.h"
 #include "engine/tensor.h"
 
 namespace ordo {
@@ -32,19 +36,26 @@ enum class RopeLayout {
   Interleaved,  // rotates pairs (2i, 2i+1): the RoFormer paper, GPT-J
 };
 
-// Adds position vectors to embeddings [T, d] for steps first_step .. first_step+T-1.
+// Adds position vectors to embeddings [S*T, d]: row t of sequence s gets the vector of
+// step rows.first_steps[s] + t. Padding rows get the vector of their step too, or
+// nothing where a finite table has no row for it (they are never read).
 class AdditivePositions {
  public:
   virtual ~AdditivePositions() = default;
-  virtual void add(MatrixRef embeddings, Index first_step) const = 0;
+  virtual void add(MatrixRef embeddings, const BatchRows& rows) const = 0;
+  // One sequence: embeddings [T, d] are steps first_step .. first_step+T-1.
+  void add(MatrixRef embeddings, Index first_step) const;
   // How many steps a sequence may have; unlimited unless the scheme is a finite table.
   virtual Index max_steps() const { return std::numeric_limits<Index>::max(); }
+  // Throws Error, saying what to do, when steps first_step .. first_step+count-1 are
+  // past max_steps().
+  void check_steps(Index first_step, Index count) const;
 };
 
 // The order-blind ablation: adds nothing.
 class NoPositions final : public AdditivePositions {
  public:
-  void add(MatrixRef, Index) const override {}
+  void add(MatrixRef, const BatchRows&) const override {}
 };
 
 class SinusoidalPositions final : public AdditivePositions {
@@ -52,7 +63,8 @@ class SinusoidalPositions final : public AdditivePositions {
   // dim must be even (and >= 4 for Tensor2Tensor frequencies); throws Error otherwise.
   SinusoidalPositions(Index dim, SinusoidalLayout layout, SinusoidalFrequencies frequencies,
                       Index offset);
-  void add(MatrixRef embeddings, Index first_step) const override;
+  void add(MatrixRef embeddings, const BatchRows& rows) const override;
+  using AdditivePositions::add;
   // The position vector of absolute position `position` (any position >= 0), written
   // into out [dim]. Computed in double, rounded once.
   void encode(Index position, std::span<float> out) const;
@@ -68,9 +80,10 @@ class LearnedPositions final : public AdditivePositions {
  public:
   // table [max_positions + offset, d]; step s uses row offset + s.
   LearnedPositions(TensorView table, Index offset);
-  // Throws Error when the sequence needs a row past the table ("... longer than
-  // max_position_embeddings=N"), never wraps or reads out of bounds.
-  void add(MatrixRef embeddings, Index first_step) const override;
+  // Throws Error when a sequence's real rows need a row past the table ("... longer
+  // than max_position_embeddings=N"), never wraps or reads out of bounds.
+  void add(MatrixRef embeddings, const BatchRows& rows) const override;
+  using AdditivePositions::add;
   Index max_steps() const override { return table_.dim(0) - offset_; }
 
  private:
@@ -82,8 +95,10 @@ class RotaryEmbedding {
  public:
   // head_dim must be even; theta > 0. Throws Error otherwise.
   RotaryEmbedding(Index head_dim, double theta, RopeLayout layout, Index offset);
-  // Rotates each head of x [T, heads*head_dim] (a q or k projection) in place; row t
-  // is at step first_step + t.
+  // Rotates each head of x [S*T, heads*head_dim] (a q or k projection) in place; row t
+  // of sequence s is at step rows.first_steps[s] + t.
+  void rotate(MatrixRef x, const BatchRows& rows) const;
+  // One sequence: rows of x [T, w] are steps first_step .. first_step+T-1.
   void rotate(MatrixRef x, Index first_step) const;
 
  private:
@@ -91,6 +106,18 @@ class RotaryEmbedding {
   RopeLayout layout_;
   Index offset_;
   std::vector<double> frequencies_;  // [head_dim/2]: theta^(-2i/head_dim)
+};
+
+// A bias added to one head's attention scores before the softmax, from the positions of
+// query and key: ALiBi (-m_h |i - j|) and T5 relative buckets implement this in a later
+// issue. Attention calls it per sequence and head, after scaling by 1/sqrt(dh) and
+// before masking, so an implementation sees exactly the scores it biases.
+class ScoreBias {
+ public:
+  virtual ~ScoreBias() = default;
+  // scores [Tq, Tk] of head `head` for one sequence: query row i is at step
+  // first_query_step + i, key column j at step j.
+  virtual void add(MatrixRef scores, Index head, Index first_query_step) const = 0;
 };
 
 }  // namespace ordo

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <numeric>
+#include <optional>
 
 #include "engine/error.h"
+#include "engine/finished_pool.h"
+#include "engine/logits_processor.h"
 #include "engine/ops.h"
+#include "engine/sampler.h"
 
 namespace ordo {
 
@@ -21,104 +25,389 @@ void check_ids(std::span<const int> ids, Index vocab_size, const char* what) {
                             " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
 }
 
-// logits [1, V] -> log-probabilities, in place; a NaN or infinity means broken weights
-// and is reported rather than decoded into nonsense.
-void to_log_probabilities(MatrixRef logits, Index step) {
-  ops::log_softmax_rows(logits);
-  bool any_possible = false;  // a row of -inf only would make argmax pick token 0
-  for (float x : logits.row(0)) {
-    if (std::isnan(x) || x == std::numeric_limits<float>::infinity())
-      throw Error("decoder", "non-finite logits at step " + std::to_string(step),
-                  "the model's weights hold NaN or infinity");
-    any_possible |= std::isfinite(x);
-  }
-  if (!any_possible)
-    throw Error("decoder", "every token has probability 0 at step " + std::to_string(step),
-                "the model's weights hold -infinity");
+Index longest(std::span<const std::vector<int>> sequences) {
+  Index most = 0;
+  for (const auto& s : sequences) most = std::max(most, static_cast<Index>(s.size()));
+  return most;
 }
 
-int argmax(std::span<const float> logits) {
-  return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+// A candidate extension during a beam step.
+struct Candidate {
+  double total;  // the beam's score + this token's log-prob
+  Index beam;    // rank of the beam among its source's live beams
+  int token;
+  float logprob;
+};
+
+bool better(const Candidate& a, const Candidate& b) {
+  if (a.total != b.total) return a.total > b.total;
+  if (a.beam != b.beam) return a.beam < b.beam;
+  return a.token < b.token;
 }
+
+// One decode_batch call: the live sequences of every source, their histories, and the
+// finished pools. Live sequences are kept grouped by source, in beam rank order.
+class BatchSearch {
+ public:
+  BatchSearch(const Transformer& model, const DecodingOptions& options,
+              std::span<const std::vector<int>> sources, std::span<const Index> max_lengths,
+              std::span<const std::uint64_t> streams)
+      : model_(model),
+        options_(options),
+        beam_(options.beam_size),
+        max_lengths_(max_lengths.begin(), max_lengths.end()),
+        max_steps_(*std::max_element(max_lengths.begin(), max_lengths.end())),
+        processor_(options, model.tokens.eos, model.decoder.vocab_size()),
+        sampler_(options, model.decoder.vocab_size()),
+        results_(sources.size()) {
+    const Index count = static_cast<Index>(sources.size());
+    const Index slots = count * beam_;
+    std::vector<Index> source_of(sources.size());
+    std::iota(source_of.begin(), source_of.end(), Index{0});
+    model.decoder.start(state_, encode_batch(model, sources), source_of, slots, max_steps_);
+    for (Index b = 0; b < count; ++b) {
+      pools_.emplace_back(beam_, options.length_penalty);
+      randoms_.emplace_back(options.seed, streams[static_cast<std::size_t>(b)]);
+    }
+    scores_.assign(static_cast<std::size_t>(count), 0.0);
+    const auto history = static_cast<std::size_t>(slots * max_steps_);
+    ids_.resize(history);
+    next_ids_.resize(history);
+    logprobs_.resize(history);
+    next_logprobs_.resize(history);
+    next_scores_.reserve(static_cast<std::size_t>(slots));
+    parents_.reserve(static_cast<std::size_t>(slots));
+    tokens_.reserve(static_cast<std::size_t>(slots));
+    next_tokens_.reserve(static_cast<std::size_t>(slots));
+    next_logprob_.reserve(static_cast<std::size_t>(slots));
+    const Index per_beam = std::min<Index>(2 * beam_, model.decoder.vocab_size());
+    candidates_.reserve(static_cast<std::size_t>(beam_ * per_beam));
+    order_.resize(static_cast<std::size_t>(model.decoder.vocab_size()));
+    logits_.reserve(slots * model.decoder.vocab_size());
+  }
+
+  std::vector<DecodeResult> run() {
+    for (Index step = 0; state_.sequences() > 0; ++step) {
+      tokens_.clear();
+      for (Index s = 0; s < state_.sequences(); ++s)
+        tokens_.push_back(step == 0 ? model_.tokens.decoder_start : generated(ids_, s, step)[step - 1]);
+      model_.decoder.step(state_, tokens_, logits_);
+
+      parents_.clear();
+      next_tokens_.clear();
+      next_logprob_.clear();
+      next_scores_.clear();
+      // Live sequences are grouped by source: [first, last) share one.
+      for (Index first = 0; first < state_.sequences();) {
+        const Index source = state_.source_of(first);
+        Index last = first;
+        while (last < state_.sequences() && state_.source_of(last) == source) ++last;
+        advance(source, first, last, step);
+        first = last;
+      }
+      // The histories follow their parents, then the decoder state does.
+      for (std::size_t i = 0; i < parents_.size(); ++i) {
+        const Index parent = parents_[i];
+        const auto from = generated(ids_, parent, step);
+        std::copy(from.begin(), from.end(), next_ids_.begin() + static_cast<std::ptrdiff_t>(i) * max_steps_);
+        next_ids_[i * static_cast<std::size_t>(max_steps_) + static_cast<std::size_t>(step)] = next_tokens_[i];
+        const auto lps = generated(logprobs_, parent, step);
+        std::copy(lps.begin(), lps.end(), next_logprobs_.begin() + static_cast<std::ptrdiff_t>(i) * max_steps_);
+        next_logprobs_[i * static_cast<std::size_t>(max_steps_) + static_cast<std::size_t>(step)] = next_logprob_[i];
+      }
+      ids_.swap(next_ids_);
+      logprobs_.swap(next_logprobs_);
+      scores_.swap(next_scores_);
+      state_.reorder(parents_);
+    }
+    for (std::size_t b = 0; b < results_.size(); ++b) {
+      DecodeResult& result = results_[b];
+      if (!result.ok()) continue;
+      result.hypotheses = pools_[b].take_best(options_.n_best);
+      if (result.hypotheses.empty())
+        result.error =
+            "decoder: no output satisfies the constraints (every token was impossible at some "
+            "step; relax min_length or no_repeat_ngram_size)";
+    }
+    return std::move(results_);
+  }
+
+ private:
+  // The first `count` tokens (or log-probs) of live sequence s.
+  template <class T>
+  std::span<const T> generated(const std::vector<T>& history, Index s, Index count) const {
+    return std::span<const T>(history).subspan(static_cast<std::size_t>(s * max_steps_), static_cast<std::size_t>(count));
+  }
+
+  Hypothesis hypothesis(Index s, Index step, int token, float logprob, double total, bool finished) const {
+    Hypothesis h;
+    const auto ids = generated(ids_, s, step);
+    const auto lps = generated(logprobs_, s, step);
+    h.ids.assign(ids.begin(), ids.end());
+    h.ids.push_back(token);
+    h.token_logprobs.assign(lps.begin(), lps.end());
+    h.token_logprobs.push_back(logprob);
+    h.score = total;
+    h.finished = finished;
+    return h;
+  }
+
+  void keep(Index parent, int token, float logprob, double total) {
+    parents_.push_back(parent);
+    next_tokens_.push_back(token);
+    next_logprob_.push_back(logprob);
+    next_scores_.push_back(total);
+  }
+
+  // One step of source `source`, whose live sequences are [first, last).
+  void advance(Index source, Index first, Index last, Index step) {
+    const auto b = static_cast<std::size_t>(source);
+    try {
+      for (Index s = first; s < last; ++s) processor_.process(logits_.row(s), generated(ids_, s, step), step);
+    } catch (const Error& e) {  // this source fails; the batch goes on
+      results_[b].error = e.what();
+      return;
+    }
+    const Index length = step + 1;  // of every hypothesis made now
+    const std::size_t kept_before = parents_.size();
+    if (options_.sample) {
+      const int token = sampler_.draw(logits_.row(first), randoms_[b]);
+      const float logprob = logits_(first, token);
+      const double total = scores_[static_cast<std::size_t>(first)] + logprob;
+      if (token == model_.tokens.eos)
+        pools_[b].offer(hypothesis(first, step, token, logprob, total, true));
+      else
+        keep(first, token, logprob, total);
+    } else {
+      select_beams(b, first, last, step);
+    }
+
+    // Done? Beams at max_length join the pool unfinished; otherwise stop when no live
+    // beam, normalized at its current length, beats the worst finished hypothesis.
+    const std::size_t kept = parents_.size() - kept_before;
+    bool done = kept == 0;
+    if (!done && length >= max_lengths_[b]) {
+      for (std::size_t i = kept_before; i < parents_.size(); ++i)
+        pools_[b].offer(hypothesis(parents_[i], step, next_tokens_[i], next_logprob_[i], next_scores_[i], false));
+      done = true;
+    } else if (!done && pools_[b].full()) {
+      const double best_live = *std::max_element(next_scores_.begin() + static_cast<std::ptrdiff_t>(kept_before), next_scores_.end());
+      done = pools_[b].normalize(best_live, length) <= pools_[b].worst();
+    }
+    if (done) {
+      parents_.resize(kept_before);
+      next_tokens_.resize(kept_before);
+      next_logprob_.resize(kept_before);
+      next_scores_.resize(kept_before);
+    }
+  }
+
+  // Beam search's step for one source: rank the candidates, keep K live beams, send
+  // eos candidates ranked among the first K to the pool.
+  void select_beams(std::size_t b, Index first, Index last, Index step) {
+    const Index vocab = model_.decoder.vocab_size();
+    const Index per_beam = std::min<Index>(2 * beam_, vocab);
+    candidates_.clear();
+    for (Index s = first; s < last; ++s) {
+      // A beam's best 2K tokens hold every candidate of it that can rank in the top 2K.
+      const std::span<const float> row = logits_.row(s);
+      std::size_t possible = 0;
+      for (Index v = 0; v < vocab; ++v)
+        if (row[static_cast<std::size_t>(v)] != -INFINITY) order_[possible++] = static_cast<int>(v);
+      const auto by_logprob = [&](int x, int y) {
+        const float a = row[static_cast<std::size_t>(x)], c = row[static_cast<std::size_t>(y)];
+        return a > c || (a == c && x < y);
+      };
+      const auto take = std::min(possible, static_cast<std::size_t>(per_beam));
+      std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(take),
+                        order_.begin() + static_cast<std::ptrdiff_t>(possible), by_logprob);
+      for (std::size_t i = 0; i < take; ++i) {
+        const int token = order_[i];
+        const float logprob = row[static_cast<std::size_t>(token)];
+        candidates_.push_back({scores_[static_cast<std::size_t>(s)] + logprob, s - first, token, logprob});
+      }
+    }
+    const auto considered = std::min(candidates_.size(), static_cast<std::size_t>(2 * beam_));
+    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(considered),
+                      candidates_.end(), better);
+    Index live = 0;
+    for (std::size_t rank = 0; rank < considered && live < beam_; ++rank) {
+      const Candidate& c = candidates_[rank];
+      if (c.token == model_.tokens.eos) {
+        if (static_cast<Index>(rank) < beam_)
+          pools_[b].offer(hypothesis(first + c.beam, step, c.token, c.logprob, c.total, true));
+      } else {
+        keep(first + c.beam, c.token, c.logprob, c.total);
+        ++live;
+      }
+    }
+  }
+
+  const Transformer& model_;
+  const DecodingOptions& options_;
+  Index beam_;
+  std::vector<Index> max_lengths_;  // per source
+  Index max_steps_;
+  LogitsProcessor processor_;
+  Sampler sampler_;
+  DecoderState state_;
+  Matrix logits_;
+  std::vector<FinishedPool> pools_;      // per source
+  std::vector<SequenceRandom> randoms_;  // per source (sampling has one sequence each)
+  std::vector<DecodeResult> results_;
+  // Per live sequence: score, and [slots, max_steps] histories of ids and log-probs.
+  std::vector<double> scores_, next_scores_;
+  std::vector<int> ids_, next_ids_;
+  std::vector<float> logprobs_, next_logprobs_;
+  // This step's survivors: parent live sequence, new token and its log-prob.
+  std::vector<Index> parents_;
+  std::vector<int> tokens_, next_tokens_;
+  std::vector<float> next_logprob_;
+  std::vector<Candidate> candidates_;
+  std::vector<int> order_;  // [V] scratch
+};
 
 }  // namespace
 
-Index SearchOptions::resolve_max_length(const Decoder& decoder, Index source_length) const {
-  if (max_length < 0)
-    throw Error("max_length", "must be >= 0 (0: automatic), got " + std::to_string(max_length));
-  if (max_length == 0)
-    return std::min({2 * source_length + 10, decoder.max_steps(), kMaxSequenceLength});
-  if (max_length > kMaxSequenceLength)
-    throw Error("max_length", std::to_string(max_length) + " is more than ordo's limit of " +
-                                  std::to_string(kMaxSequenceLength) + " target tokens");
-  if (max_length > decoder.max_steps())
-    throw Error("max_length", std::to_string(max_length) +
-                                  " is beyond the decoder's learned positions (max_position_embeddings=" +
-                                  std::to_string(decoder.max_steps()) + ")",
-                "use a max length of at most " + std::to_string(decoder.max_steps()));
-  return max_length;
+void check_source(const Transformer& model, std::span<const int> source) {
+  const Embedding& embedding = model.encoder.embedding();
+  if (source.empty()) throw Error("encoder", "the source is empty", "give at least one token");
+  check_sequence_length("encoder", "the source", static_cast<Index>(source.size()), "split the input into sentences");
+  check_ids(source, embedding.vocab_size(), "source");
+  embedding.check_length(static_cast<Index>(source.size()));
+}
+
+EncoderOutput encode_batch(const Transformer& model, std::span<const std::vector<int>> sources) {
+  EncoderOutput out;
+  const Index count = static_cast<Index>(sources.size());
+  out.rows_per_source = longest(sources);
+  out.lengths.reserve(sources.size());
+  // Padding rows hold the pad id: a valid id, whose rows no real token ever reads.
+  std::vector<int> ids(static_cast<std::size_t>(count * out.rows_per_source), model.tokens.pad);
+  for (Index b = 0; b < count; ++b) {
+    const auto& source = sources[static_cast<std::size_t>(b)];
+    check_source(model, source);
+    std::copy(source.begin(), source.end(), ids.begin() + b * out.rows_per_source);
+    out.lengths.push_back(static_cast<Index>(source.size()));
+  }
+  const std::vector<Index> first_steps(sources.size(), 0);
+  EncoderWorkspace workspace;
+  model.encoder.encode(ids, BatchRows{out.rows_per_source, first_steps, out.lengths}, workspace, out.states);
+  return out;
 }
 
 Matrix encode(const Transformer& model, std::span<const int> source) {
-  check_ids(source, model.encoder.embedding().vocab_size(), "source");
-  EncoderWorkspace workspace;
-  Matrix memory;
-  model.encoder.encode(source, {}, workspace, memory);
-  return memory;
+  const std::vector<std::vector<int>> one{std::vector<int>(source.begin(), source.end())};
+  EncoderOutput out = encode_batch(model, one);
+  return std::move(out.states);
 }
 
-Hypothesis greedy_search(const Transformer& model, std::span<const int> source,
-                         const SearchOptions& options) {
-  return greedy_decode(model, encode(model, source), options);
+std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const std::vector<int>> sources,
+                                       const DecodingOptions& options, std::span<const std::uint64_t> streams) {
+  options.validate();
+  if (!streams.empty() && streams.size() != sources.size())
+    throw Error("decode_batch", std::to_string(streams.size()) + " sampling streams for " +
+                                    std::to_string(sources.size()) + " sources");
+  // An explicit max_length the decoder cannot honour fails the request, not each source.
+  if (options.max_length > 0) options.resolve_max_length(model.decoder, 1);
+
+  std::vector<DecodeResult> results(sources.size());
+  std::vector<std::vector<int>> valid;
+  std::vector<Index> max_lengths;
+  std::vector<std::uint64_t> valid_streams;
+  std::vector<std::size_t> origin;  // valid -> index in sources
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    try {
+      check_source(model, sources[i]);
+      max_lengths.push_back(options.resolve_max_length(model.decoder, static_cast<Index>(sources[i].size())));
+    } catch (const Error& e) {
+      results[i].error = e.what();
+      continue;
+    }
+    valid.push_back(sources[i]);
+    valid_streams.push_back(streams.empty() ? i : streams[i]);
+    origin.push_back(i);
+  }
+  if (valid.empty()) return results;
+  std::vector<DecodeResult> decoded = BatchSearch(model, options, valid, max_lengths, valid_streams).run();
+  for (std::size_t v = 0; v < valid.size(); ++v) results[origin[v]] = std::move(decoded[v]);
+  return results;
 }
 
-Hypothesis greedy_decode(const Transformer& model, ConstMatrixRef memory, const SearchOptions& options) {
-  const Index max_length = options.resolve_max_length(model.decoder, memory.rows());
+std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> source, const DecodingOptions& options) {
+  const std::vector<std::vector<int>> one{std::vector<int>(source.begin(), source.end())};
+  DecodeResult result = std::move(decode_batch(model, one, options).front());
+  if (!result.ok()) throw Error(result.error);
+  return std::move(result.hypotheses);
+}
+
+std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
+                                     std::span<const std::vector<int>> targets) {
+  if (sources.size() != targets.size())
+    throw Error("score_batch", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
+  std::vector<ScoreResult> results(sources.size());
+  std::vector<std::vector<int>> valid_sources, valid_targets;
+  std::vector<std::size_t> origin;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    try {
+      check_source(model, sources[i]);
+      check_ids(targets[i], model.decoder.vocab_size(), "target");
+      model.decoder.check_length(static_cast<Index>(targets[i].size()));
+    } catch (const Error& e) {
+      results[i].error = e.what();
+      continue;
+    }
+    valid_sources.push_back(sources[i]);
+    valid_targets.push_back(targets[i]);
+    origin.push_back(i);
+  }
+  if (valid_sources.empty()) return results;
+
+  // All targets at once, padded to the longest: the decoder reads [decoder_start,
+  // target[0..n-2]] and predicts target[0..n-1], causally masked.
+  const Index count = static_cast<Index>(valid_sources.size());
+  const Index width = longest(valid_targets);
+  std::vector<int> inputs(static_cast<std::size_t>(count * width), model.tokens.pad);
+  std::vector<Index> lengths;
+  for (Index b = 0; b < count; ++b) {
+    const auto& target = valid_targets[static_cast<std::size_t>(b)];
+    inputs[static_cast<std::size_t>(b * width)] = model.tokens.decoder_start;
+    std::copy(target.begin(), target.end() - 1, inputs.begin() + b * width + 1);
+    lengths.push_back(static_cast<Index>(target.size()));
+  }
+  std::vector<Index> source_of(static_cast<std::size_t>(count));
+  std::iota(source_of.begin(), source_of.end(), Index{0});
   DecoderState state;
-  model.decoder.start(state, memory, {}, max_length);
-
-  Hypothesis result;
-  result.ids.reserve(static_cast<std::size_t>(max_length));
-  result.token_logprobs.reserve(static_cast<std::size_t>(max_length));
+  model.decoder.start(state, encode_batch(model, valid_sources), source_of, count, width);
   Matrix logits;
-  int token = model.tokens.decoder_start;
-  while (state.steps() < max_length) {
-    model.decoder.step(state, std::span<const int>(&token, 1), logits);
-    to_log_probabilities(logits, state.steps() - 1);
-    token = argmax(logits.row(0));
-    const double logprob = logits(0, token);
-    result.ids.push_back(token);
-    result.token_logprobs.push_back(static_cast<float>(logprob));
-    result.score += logprob;
-    if (token == model.tokens.eos) {
-      result.finished = true;
-      break;
+  model.decoder.feed(state, inputs, width, lengths, logits);
+
+  for (Index b = 0; b < count; ++b) {
+    const auto& target = valid_targets[static_cast<std::size_t>(b)];
+    ScoreResult& result = results[origin[static_cast<std::size_t>(b)]];
+    try {
+      const DecodingOptions plain;  // no constraints: the model's own distribution
+      LogitsProcessor processor(plain, model.tokens.eos, model.decoder.vocab_size());
+      for (std::size_t t = 0; t < target.size(); ++t) {
+        const std::span<float> row = logits.row(b * width + static_cast<Index>(t));
+        processor.process(row, {}, static_cast<Index>(t));
+        result.token_logprobs.push_back(row[static_cast<std::size_t>(target[t])]);
+        result.score += result.token_logprobs.back();
+      }
+    } catch (const Error& e) {
+      result = ScoreResult{};
+      result.error = e.what();
     }
   }
-  return result;
+  return results;
 }
 
-std::vector<float> score_target(const Transformer& model, std::span<const int> source,
-                                std::span<const int> target) {
-  check_ids(target, model.decoder.vocab_size(), "target");
-  const Matrix memory = encode(model, source);
-  const Index length = static_cast<Index>(target.size());
-  DecoderState state;
-  model.decoder.start(state, memory, {}, length);
-
-  std::vector<int> inputs;
-  inputs.reserve(target.size());
-  inputs.push_back(model.tokens.decoder_start);
-  inputs.insert(inputs.end(), target.begin(), target.end() - 1);
-  Matrix logits;
-  model.decoder.step(state, inputs, logits);  // all positions at once, causally masked
-
-  std::vector<float> logprobs(target.size());
-  for (Index t = 0; t < length; ++t) {
-    to_log_probabilities(logits.view().row_block(t, 1), t);
-    logprobs[static_cast<std::size_t>(t)] = logits(t, target[static_cast<std::size_t>(t)]);
-  }
-  return logprobs;
+std::vector<float> score_target(const Transformer& model, std::span<const int> source, std::span<const int> target) {
+  const std::vector<std::vector<int>> sources{std::vector<int>(source.begin(), source.end())};
+  const std::vector<std::vector<int>> targets{std::vector<int>(target.begin(), target.end())};
+  ScoreResult result = std::move(score_batch(model, sources, targets).front());
+  if (!result.ok()) throw Error(result.error);
+  return std::move(result.token_logprobs);
 }
 
 }  // namespace ordo

@@ -1,46 +1,89 @@
-// What a Transformer is used for: encode a source, translate it greedily, score a
-// target under teacher forcing.
+// What a Transformer is used for, on token ids: encode sources, decode them (greedy,
+// beam search or sampling, DecodingOptions), score targets under teacher forcing.
+// Every function takes a batch and runs it as one set of sequences; text in and out is
+// the job of ordo::Translator (models/translator.h).
+//
+// Beam search, per source, with K = beam_size:
+//   - live beams start as one empty hypothesis; each step extends every live beam by
+//     every token, ranks the candidates by their sum of log-probabilities (ties: the
+//     earlier beam, then the lower id) and walks the best 2K: a candidate ending in eos
+//     joins the finished pool if it ranks among the first K, any other becomes a live
+//     beam until K are live;
+//   - the finished pool keeps the K best by normalized score, score / length^penalty;
+//   - a source is done when its beams reach max_length (they join the pool, marked
+//     unfinished), or when the pool is full and the best live beam, normalized at its
+//     current length, does not beat the worst finished one. That is Hugging Face's
+//     default rule; it is exact for length_penalty <= 0 (scores only fall as beams
+//     grow), while for a positive penalty a longer hypothesis could still overtake.
+// With K = 1 this is greedy search, token for token and bit for bit.
 #pragma once
 
+#include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "engine/decoding_options.h"
 #include "engine/transformer.h"
 
 namespace ordo {
 
-struct SearchOptions {
-  // Most target tokens to generate, eos included. 0: automatic, 2 x source length + 10,
-  // capped where a learned-position decoder runs out of positions.
-  Index max_length = 0;
-
-  // The effective maximum for a source of `source_length` tokens; throws Error when an
-  // explicit max_length is negative or beyond what the decoder's positions allow.
-  Index resolve_max_length(const Decoder& decoder, Index source_length) const;
-};
-
 struct Hypothesis {
-  std::vector<int> ids;                // generated tokens, eos included when produced
-  std::vector<float> token_logprobs;   // log p(ids[t] | source, ids[<t])
-  double score = 0.0;                  // sum of token_logprobs
-  bool finished = false;               // ended with eos (not cut at max_length)
+  std::vector<int> ids;               // generated tokens, eos included when produced
+  std::vector<float> token_logprobs;  // log p(ids[t] | source, ids[<t]) (see logits_processor.h)
+  double score = 0.0;                 // sum of token_logprobs
+  double normalized_score = 0.0;      // score / ids.size()^length_penalty: the ranking
+  bool finished = false;              // ended with eos (false: cut at max_length)
 };
+
+// One source's outcome: its hypotheses, or why it could not be decoded. A batch never
+// fails as a whole for one bad source.
+struct DecodeResult {
+  std::vector<Hypothesis> hypotheses;  // n_best of them, best first; empty on error
+  std::string error;                   // empty when decoding succeeded
+
+  bool ok() const { return error.empty(); }
+};
+
+// Throws Error unless `source` is a valid encoder input: non-empty, ids within the
+// vocabulary, within ordo's and the positions' length limits.
+void check_source(const Transformer& model, std::span<const int> source);
+
+// The encoder output of a batch of sources (each checked by check_source), padded to
+// the longest.
+EncoderOutput encode_batch(const Transformer& model, std::span<const std::vector<int>> sources);
 
 // The encoder output [S, d] of one source.
 Matrix encode(const Transformer& model, std::span<const int> source);
 
-// Greedy search from decoder_start until eos or the maximum length. Ties between
-// equal logits go to the lowest id.
-Hypothesis greedy_search(const Transformer& model, std::span<const int> source,
-                         const SearchOptions& options = {});
+// Decodes every source (token ids, eos included) as one batch. `streams` gives each
+// source its sampling generator index (default: its position in `sources`); give
+// every source of a request a distinct one. Options are validated first (OptionError).
+std::vector<DecodeResult> decode_batch(const Transformer& model,
+                                       std::span<const std::vector<int>> sources,
+                                       const DecodingOptions& options,
+                                       std::span<const std::uint64_t> streams = {});
 
-// The same, on a source already encoded (memory [S, d], as encode returns), for callers
-// that also need the encoder output.
-Hypothesis greedy_decode(const Transformer& model, ConstMatrixRef memory,
-                         const SearchOptions& options = {});
+// One source; throws Error when it cannot be decoded.
+std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> source,
+                               const DecodingOptions& options = {});
 
 // Teacher-forced log-probability of each target token: the decoder reads
 // [decoder_start, target[0..n-2]] and predicts target[0..n-1].
+struct ScoreResult {
+  std::vector<float> token_logprobs;
+  double score = 0.0;  // their sum
+  std::string error;   // empty when scoring succeeded
+
+  bool ok() const { return error.empty(); }
+};
+
+// Scores sources[i] -> targets[i] for every i as one batch.
+std::vector<ScoreResult> score_batch(const Transformer& model,
+                                     std::span<const std::vector<int>> sources,
+                                     std::span<const std::vector<int>> targets);
+
+// One pair; throws Error when it cannot be scored.
 std::vector<float> score_target(const Transformer& model, std::span<const int> source,
                                 std::span<const int> target);
 

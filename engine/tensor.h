@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ordo {
@@ -54,6 +55,12 @@ class MatrixSpan {
   std::span<T> row(Index r) const {
     assert(r >= 0 && r < rows_);
     return {data_ + r * stride_, static_cast<std::size_t>(cols_)};
+  }
+  void fill(float value) const
+    requires(!std::is_const_v<T>)
+  {
+    for (Index r = 0; r < rows_; ++r)
+      for (T& x : row(r)) x = value;
   }
   // Rows [first, first + count).
   MatrixSpan row_block(Index first, Index count) const {
@@ -95,10 +102,7 @@ class Matrix {
     if (static_cast<std::size_t>(elements) > storage_.size())
       storage_.resize(static_cast<std::size_t>(elements));
   }
-  void fill(float value) {
-    for (Index r = 0; r < rows_; ++r)
-      for (float& x : view().row(r)) x = value;
-  }
+  void fill(float value) { view().fill(value); }
 
   Index rows() const { return rows_; }
   Index cols() const { return cols_; }

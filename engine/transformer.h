@@ -4,13 +4,9 @@
 
 #include "engine/decoder.h"
 #include "engine/encoder.h"
+#include "engine/limits.h"
 
 namespace ordo {
-
-// The longest source or target ordo runs, whatever the positions would allow: attention
-// scores are [T, T] per head (4096^2 floats = 64 MB), and anything longer is a mistake
-// in the input more often than a sentence.
-inline constexpr Index kMaxSequenceLength = 4096;
 
 struct SpecialTokens {
   int pad = 0;

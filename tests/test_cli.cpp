@@ -65,7 +65,7 @@ TEST_F(Cli, UsageErrorsAreOneLineWithAPointerToHelp) {
 
   r = run_ordo("translate --max-length abc x");  // ranges are stated, briefly
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--max-length: Value abc not in range 0 to 4096"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-length = abc"), std::string::npos) << r.err;
 
   r = run_ordo("score " + model());
   EXPECT_EQ(r.exit_code, 2);

@@ -1,4 +1,5 @@
-// A decoding step allocates nothing: every buffer is sized by Decoder::start().
+// A decoding step allocates nothing: every buffer is sized by Decoder::start(), for any
+// batch and beam size, and reordering beams moves slots and copies rows in place.
 // Counted by replacing the global operator new for this test binary; counting is off
 // except inside the measured region.
 #include <gtest/gtest.h>
@@ -6,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <numeric>
 
 #include "engine/search.h"
 #include "models/model.h"
@@ -27,7 +29,11 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace ordo {
 namespace {
 
-TEST(NoAlloc, DecoderStepAllocatesNothing) {
+// Batch 4 x beam 4: four sources of different lengths, each opened as one sequence and
+// grown to four beams by the first reorder, then stepped and reordered as a beam
+// search does (parents chosen more than once, parents dropped, sequences finishing).
+TEST(NoAlloc, BatchedBeamStepAndReorderAllocateNothing) {
+  constexpr Index kBatch = 4, kBeam = 4, kSteps = 12;
   for (const char* scheme : {"sinusoidal", "learned", "rope", "none"}) {
     SCOPED_TRACE(scheme);
     const auto dir = testing_support::temp_dir("noalloc");
@@ -36,22 +42,38 @@ TEST(NoAlloc, DecoderStepAllocatesNothing) {
     testing_support::write_random_model(dir, config);
     const auto model = Model::load(dir, nullptr);
     const Transformer& t = model->transformer();
-    const std::vector<int> source = {5, 9, 3, 17, 1};
-    const Matrix memory = encode(t, source);
+    const std::vector<std::vector<int>> sources = {{5, 9, 3, 17, 1}, {4, 1}, {7, 7, 8, 9, 10, 11, 12, 1}, {3, 1}};
+    const EncoderOutput memory = encode_batch(t, sources);
+    std::vector<Index> source_of(kBatch);
+    std::iota(source_of.begin(), source_of.end(), Index{0});
     DecoderState state;
-    t.decoder.start(state, memory, {}, 12);
+    t.decoder.start(state, memory, source_of, kBatch * kBeam, kSteps);
     Matrix logits;
-    int token = 0;
-    t.decoder.step(state, std::span<const int>(&token, 1), logits);  // sizes `logits`
+    logits.reserve(kBatch * kBeam * t.decoder.vocab_size());
+    std::vector<int> tokens(kBatch * kBeam, 0);
+    std::vector<Index> parents;
+    parents.reserve(kBatch * kBeam);
 
     allocations = 0;
     counting = true;
-    for (int i = 0; i < 10; ++i) {
-      token = (token + 3) % 23;
-      t.decoder.step(state, std::span<const int>(&token, 1), logits);
+    for (Index step = 0; step < 10; ++step) {
+      t.decoder.step(state, std::span<const int>(tokens).first(static_cast<std::size_t>(state.sequences())), logits);
+      // Each source's beams continue its first beam twice, its second once, drop the
+      // rest; from step 6 on, one source has finished and leaves the live set.
+      parents.clear();
+      const Index per_source = state.sequences() / (step <= 6 ? kBatch : kBatch - 1);
+      const Index sources_alive = step < 6 ? kBatch : kBatch - 1;
+      for (Index b = 0; b < sources_alive; ++b) {
+        const Index first = b * per_source;
+        for (Index k = 0; k < kBeam; ++k) parents.push_back(first + std::min<Index>(k / 2, per_source - 1));
+      }
+      state.reorder(parents);
+      for (Index s = 0; s < state.sequences(); ++s) tokens[static_cast<std::size_t>(s)] = static_cast<int>((step * 7 + s) % 23);
     }
     counting = false;
     EXPECT_EQ(allocations.load(), 0);
+    EXPECT_EQ(state.sequences(), (kBatch - 1) * kBeam);
+    EXPECT_EQ(state.steps(0), 10);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/search.h"
+#include "tests/greedy.h"
 #include "models/model.h"
 #include "tests/reference.h"
 
@@ -105,7 +106,7 @@ TEST(Parity, EveryOracleModelMatchesPyTorch) {
         }
       }
 
-      const Hypothesis best = greedy_search(t, source, {c.at("greedy_max_length").get<Index>()});
+      const Hypothesis best = testing_support::greedy(t, source, c.at("greedy_max_length").get<Index>());
       EXPECT_EQ(best.ids, c.at("greedy_ids").get<std::vector<int>>());
     }
   }

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/search.h"
+#include "tests/greedy.h"
 #include "models/model.h"
 #include "tests/cli_runner.h"
 #include "tests/reference.h"
@@ -40,7 +41,7 @@ std::shared_ptr<const Model> shipped(const std::string& name) {
 }
 
 std::string translate(const Model& model, const std::string& text) {
-  return model.detokenize_target(greedy_search(model.transformer(), model.tokenize_source(text)).ids);
+  return model.detokenize_target(testing_support::greedy(model.transformer(), model.tokenize_source(text)).ids);
 }
 
 std::vector<std::pair<std::string, std::string>> read_tsv(const fs::path& path) {
@@ -72,23 +73,39 @@ TEST(Showcase, CliDefaultModelIsSinusoidal) {
 // stdin: one output line per input line, flushed as it goes; a bad line is answered
 // with an empty line (so outputs stay aligned) and the exit code says something failed.
 TEST(Showcase, TranslateStreamsStdinLineByLine) {
-  auto r = run_ordo("translate", "cats chase dogs\r\n\ndogs chase cats\n");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "Katzen jagen Hunde\n\nHunde jagen Katzen\n");
-  EXPECT_NE(r.err.find("ordo: stdin line 2: input text: is empty"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("1 of 3 input lines failed"), std::string::npos) << r.err;
+  // An empty line is an empty translation; a line that fails (here: longer than ordo's
+  // 4096-token limit) is answered with an empty line so that outputs stay aligned with
+  // inputs, reported on stderr, and the exit code says something failed.
+  std::string too_long;
+  for (int i = 0; i < 4100; ++i) too_long += "cats ";
+  const std::string input = "cats chase dogs\r\n\n" + too_long + "\ndogs chase cats\n";
+  for (const char* batch : {"", " --batch-size 1", " --batch-size 2"}) {
+    SCOPED_TRACE(batch);
+    auto r = run_ordo(std::string("translate") + batch, input);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "Katzen jagen Hunde\n\n\nHunde jagen Katzen\n");
+    EXPECT_NE(r.err.find("ordo: stdin line 3: encoder: the source of 4101 tokens is more than ordo's limit"),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("1 of 4 input lines failed"), std::string::npos) << r.err;
+  }
 
-  r = run_ordo("translate --json", "cats chase dogs\n\n");
+  const auto r = run_ordo("translate --json", "cats chase dogs\n\n" + too_long + "\n");
   std::istringstream lines(r.out);
-  std::string first, second;
+  std::string first, second, third;
   std::getline(lines, first);
   std::getline(lines, second);
+  std::getline(lines, third);
   const auto ok = nlohmann::json::parse(first);
   EXPECT_EQ(ok["source"], "cats chase dogs");
   EXPECT_EQ(ok["translation"], "Katzen jagen Hunde");
   EXPECT_EQ(ok["target_ids"].back(), 1);  // eos ends the ids
+  EXPECT_EQ(ok["source_ids"].back(), 1);
   EXPECT_LT(ok["score"].get<double>(), 0.0);
-  EXPECT_TRUE(nlohmann::json::parse(second).contains("error"));
+  EXPECT_EQ(ok["finished"], true);
+  const auto empty = nlohmann::json::parse(second);
+  EXPECT_EQ(empty["translation"], "");
+  EXPECT_FALSE(empty.contains("error"));
+  EXPECT_TRUE(nlohmann::json::parse(third).contains("error"));
 }
 
 TEST(Showcase, TranslateIdsAlsoSpellsTheTextWhenTheModelCan) {

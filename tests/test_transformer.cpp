@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "engine/search.h"
+#include "tests/greedy.h"
 #include "models/model.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
@@ -60,15 +61,19 @@ TEST(Transformer, IncrementalDecodingMatchesAllAtOnce) {
     const Transformer& t = model->transformer();
     const std::vector<int> source = {5, 9, 3, 17, 1};
     const std::vector<int> target = {0, 4, 8, 15, 16, 2, 22};
-    const Matrix memory = encode(t, source);
+
+    const std::vector<std::vector<int>> sources{source};
+    const EncoderOutput memory = encode_batch(t, sources);
+    const std::vector<Index> source_of{0};
+    const std::vector<Index> lengths{static_cast<Index>(target.size())};
 
     DecoderState all_state;
-    t.decoder.start(all_state, memory, {}, static_cast<Index>(target.size()));
+    t.decoder.start(all_state, memory, source_of, 1, static_cast<Index>(target.size()));
     Matrix all;
-    t.decoder.step(all_state, target, all);
+    t.decoder.feed(all_state, target, static_cast<Index>(target.size()), lengths, all);
 
     DecoderState step_state;
-    t.decoder.start(step_state, memory, {}, static_cast<Index>(target.size()));
+    t.decoder.start(step_state, memory, source_of, 1, static_cast<Index>(target.size()));
     Matrix one;
     for (std::size_t i = 0; i < target.size(); ++i) {
       t.decoder.step(step_state, std::span<const int>(&target[i], 1), one);
@@ -77,32 +82,30 @@ TEST(Transformer, IncrementalDecodingMatchesAllAtOnce) {
   }
 }
 
-// Padding keys are invisible: a padded source with its padding mask encodes (and
-// decodes) exactly like the unpadded source. Tolerance 1e-5 as above.
-TEST(Transformer, KeyPaddingMaskHidesPadding) {
+// Padding keys are invisible: a source padded in a batch beside a longer one encodes
+// (and decodes) exactly like the source alone. Tolerance 1e-5 as above.
+TEST(Transformer, PaddingInABatchIsInvisible) {
   for (const auto& scheme : kSchemes) {
     SCOPED_TRACE(scheme.dump());
     const auto model = random_model(with(tiny_config(), scheme));
     const Transformer& t = model->transformer();
     const std::vector<int> source = {5, 9, 3, 17, 1};
-    std::vector<int> padded = source;
-    padded.insert(padded.end(), {0, 0, 0});
-    const std::vector<std::uint8_t> padding = {0, 0, 0, 0, 0, 1, 1, 1};
-
-    EncoderWorkspace ws;
-    Matrix plain, masked;
-    t.encoder.encode(source, {}, ws, plain);
-    t.encoder.encode(padded, padding, ws, masked);
-    reference::expect_close(masked.view().row_block(0, 5), plain.view(), 1e-5, 1e-5);
+    const std::vector<std::vector<int>> alone{source};
+    const std::vector<std::vector<int>> batch{{4, 4, 6, 7, 8, 9, 10, 1}, source};
+    const EncoderOutput plain = encode_batch(t, alone);
+    const EncoderOutput padded = encode_batch(t, batch);
+    ASSERT_EQ(padded.rows_per_source, 8);
+    reference::expect_close(padded.source(1), plain.source(0), 1e-5, 1e-5);
 
     const std::vector<int> target = {0, 4, 8};
+    const std::vector<Index> lengths{3};
     DecoderState a, b;
-    Matrix logits_plain, logits_masked;
-    t.decoder.start(a, plain, {}, 3);
-    t.decoder.step(a, target, logits_plain);
-    t.decoder.start(b, masked, padding, 3);
-    t.decoder.step(b, target, logits_masked);
-    reference::expect_close(logits_masked.view(), logits_plain.view(), 1e-5, 1e-5);
+    Matrix logits_plain, logits_padded;
+    t.decoder.start(a, plain, std::vector<Index>{0}, 1, 3);
+    t.decoder.feed(a, target, 3, lengths, logits_plain);
+    t.decoder.start(b, padded, std::vector<Index>{1}, 1, 3);
+    t.decoder.feed(b, target, 3, lengths, logits_padded);
+    reference::expect_close(logits_padded.view(), logits_plain.view(), 1e-5, 1e-5);
   }
 }
 
@@ -139,7 +142,7 @@ TEST(Transformer, GreedyScoresMatchTeacherForcing) {
     SCOPED_TRACE(scheme.dump());
     const auto model = random_model(with(tiny_config(), scheme));
     const std::vector<int> source = {7, 2, 13, 1};
-    const Hypothesis best = greedy_search(model->transformer(), source, {12});
+    const Hypothesis best = testing_support::greedy(model->transformer(), source, 12);
     ASSERT_FALSE(best.ids.empty());
     EXPECT_LE(best.ids.size(), 12u);
     const std::vector<float> scored = score_target(model->transformer(), source, best.ids);
@@ -155,10 +158,10 @@ TEST(Transformer, MaxLengthIsValidatedAgainstLearnedPositions) {
   const auto model = random_model(with(tiny_config(), {{"position_encoding", "learned"}}));
   const std::vector<int> source = {7, 2, 13, 1};
   const std::string message = reference::error_message(
-      [&] { greedy_search(model->transformer(), source, {41}); });
+      [&] { testing_support::greedy(model->transformer(), source, 41); });
   EXPECT_NE(message.find("max_position_embeddings=40"), std::string::npos) << message;
   // Automatic length is capped at the table, never past it.
-  const Hypothesis capped = greedy_search(model->transformer(), std::vector<int>(30, 5), {});
+  const Hypothesis capped = testing_support::greedy(model->transformer(), std::vector<int>(30, 5));
   EXPECT_LE(capped.ids.size(), 40u);
   // A source longer than the table is a clear error, not a wrap-around.
   const std::string too_long = reference::error_message(
@@ -188,7 +191,7 @@ TEST(Transformer, OverLongSequencesAreRefused) {
                 .find("more than ordo's limit of 4096"),
             std::string::npos);
   EXPECT_NE(reference::error_message([&] {
-              greedy_search(model->transformer(), std::vector<int>{5, 1}, {kMaxSequenceLength + 1});
+              testing_support::greedy(model->transformer(), std::vector<int>{5, 1}, kMaxSequenceLength + 1);
             }).find("max_length: 4097 is more than ordo's limit of 4096"),
             std::string::npos);
 }
@@ -202,7 +205,7 @@ TEST(Transformer, NonFiniteLogitsAreReported) {
   });
   const auto model = Model::load(dir);
   const std::string message = reference::error_message(
-      [&] { greedy_search(model->transformer(), std::vector<int>{5, 1}, {}); });
+      [&] { testing_support::greedy(model->transformer(), std::vector<int>{5, 1}); });
   EXPECT_NE(message.find("non-finite logits at step 0"), std::string::npos) << message;
   EXPECT_NE(reference::error_message(
                 [&] { score_target(model->transformer(), std::vector<int>{5, 1}, std::vector<int>{3, 1}); })
@@ -221,7 +224,7 @@ TEST(Transformer, AllImpossibleTokensAreReported) {
                            std::fill(t.values.begin(), t.values.end(), -std::numeric_limits<float>::infinity());
                      });
   const auto model = Model::load(dir);
-  EXPECT_NE(reference::error_message([&] { greedy_search(model->transformer(), std::vector<int>{5, 1}, {}); })
+  EXPECT_NE(reference::error_message([&] { testing_support::greedy(model->transformer(), std::vector<int>{5, 1}); })
                 .find("every token has probability 0 at step 0"),
             std::string::npos);
   std::filesystem::remove_all(dir);

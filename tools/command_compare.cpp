@@ -14,7 +14,6 @@
 
 #include "engine/blas.h"
 #include "engine/error.h"
-#include "engine/search.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -26,7 +25,7 @@ struct CompareOptions {
   CommonOptions common;
   std::string text_a;
   std::string text_b;
-  Index max_length = 0;
+  TranslatorOptions translator;
 };
 
 // The mean over rows of the encoder output [S, d], in double.
@@ -48,30 +47,27 @@ double cosine_similarity(const std::vector<double>& a, const std::vector<double>
   return dot / std::sqrt(norm_a * norm_b);
 }
 
-nlohmann::json read_side(const Model& model, const std::string& text, const SearchOptions& search,
-                         std::vector<double>& pooled) {
-  const std::vector<int> ids = model.tokenize_source(text);
-  const Matrix memory = encode(model.transformer(), ids);
-  pooled = mean_pool(memory);
-  const Hypothesis best = greedy_decode(model.transformer(), memory, search);
-  return {{"text", text},
-          {"tokens", model.source_pieces(ids)},
-          {"translation", model.detokenize_target(best.ids)}};
-}
-
 nlohmann::json compare(const std::filesystem::path& dir, const CompareOptions& options) {
   const auto model = Model::load(dir);
-  const SearchOptions search{options.max_length};
-  std::vector<double> pooled_a, pooled_b;
-  nlohmann::json a = read_side(*model, options.text_a, search, pooled_a);
-  nlohmann::json b = read_side(*model, options.text_b, search, pooled_b);
-  const bool differ = a["translation"] != b["translation"];
+  const Translator translator(model, options.translator);
+  // Both sentences through the batched path, as translate runs them.
+  const std::vector<std::string> texts{options.text_a, options.text_b};
+  const std::vector<Translation> translations = translator.translate_batch(texts);
+  std::vector<std::vector<double>> pooled;
+  nlohmann::json sides = nlohmann::json::array();
+  for (const Translation& t : translations) {
+    pooled.push_back(mean_pool(translator.encode(t.source)));
+    sides.push_back({{"text", t.source},
+                     {"tokens", model->source_pieces(t.source_ids)},
+                     {"translation", t.best().text}});
+  }
+  const bool differ = sides[0]["translation"] != sides[1]["translation"];
   return {{"model", dir.filename().string()},
           {"directory", dir.string()},
           {"position_encoding", position_encoding_name(model->config().position_encoding)},
-          {"a", std::move(a)},
-          {"b", std::move(b)},
-          {"cosine_similarity", cosine_similarity(pooled_a, pooled_b)},
+          {"a", std::move(sides[0])},
+          {"b", std::move(sides[1])},
+          {"cosine_similarity", cosine_similarity(pooled[0], pooled[1])},
           {"translations_differ", differ}};
 }
 
@@ -156,9 +152,10 @@ void setup_compare(CLI::App& app) {
       "same translation.");
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
-  add_max_length_option(*command, options->max_length);
+  add_translator_options(*command, options->translator);
   add_common_options(*command, options->common);
   command->callback([options, command] {
+    validate_flags(options->translator);
     run_compare(*options, uses_builtin_model(*command, options->common));
   });
 }

@@ -12,7 +12,6 @@
 
 #include "engine/blas.h"
 #include "engine/error.h"
-#include "engine/search.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/metrics.h"
@@ -24,13 +23,14 @@ namespace {
 struct EvalOptions {
   CommonOptions common;
   std::string data;
-  Index max_length = 0;
+  TranslatorOptions translator;
   int show_errors = 0;
 };
 
 struct TestSet {
   std::vector<std::string> sources;
   std::vector<std::string> references;
+  std::vector<Index> lines;  // each pair's line number in the file
 };
 
 TestSet read_tsv(const std::string& path) {
@@ -48,6 +48,7 @@ TestSet read_tsv(const std::string& path) {
       throw Error(path + ":" + std::to_string(number), "expected two tab-separated columns (source, reference)");
     set.sources.push_back(line.substr(0, tab));
     set.references.push_back(line.substr(tab + 1));
+    set.lines.push_back(number);
   }
   if (set.sources.empty()) throw Error(path, "holds no sentence pairs");
   return set;
@@ -56,20 +57,17 @@ TestSet read_tsv(const std::string& path) {
 void run_eval(const EvalOptions& options) {
   const TestSet set = read_tsv(options.data);
   const auto model = load_model(options.common);
-  const SearchOptions search{options.max_length};
+  const Translator translator(model, options.translator);
 
   std::vector<std::string> hypotheses;
   hypotheses.reserve(set.sources.size());
   Index failures = 0;
   std::string first_failure;
-  for (std::size_t i = 0; i < set.sources.size(); ++i) {
-    try {
-      const Hypothesis best = greedy_search(model->transformer(), model->tokenize_source(set.sources[i]), search);
-      hypotheses.push_back(model->detokenize_target(best.ids));
-    } catch (const Error& e) {
-      hypotheses.emplace_back();
-      if (failures++ == 0) first_failure = "line " + std::to_string(i + 1) + ": " + e.what();
-    }
+  const std::vector<Translation> translations = translator.translate_batch(set.sources);
+  for (std::size_t i = 0; i < translations.size(); ++i) {
+    const Translation& t = translations[i];
+    hypotheses.push_back(t.ok() ? t.best().text : "");
+    if (!t.ok() && failures++ == 0) first_failure = "line " + std::to_string(set.lines[i]) + ": " + t.error;
   }
 
   const AccuracyStats acc = accuracy(hypotheses, set.references);
@@ -116,11 +114,14 @@ void setup_eval(CLI::App& app) {
       "report exact-match accuracy, token accuracy (position-wise, over whitespace tokens)\n"
       "and corpus BLEU-4 (as sacreBLEU on already tokenized text).");
   command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
-  add_max_length_option(*command, options->max_length);
+  add_translator_options(*command, options->translator);
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")
       ->check(CLI::Range(0, 1'000'000));
   add_common_options(*command, options->common);
-  command->callback([options] { run_eval(*options); });
+  command->callback([options] {
+    validate_flags(options->translator);
+    run_eval(*options);
+  });
 }
 
 }  // namespace ordo::tools

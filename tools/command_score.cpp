@@ -6,10 +6,8 @@
 // scored as given and should end with eos.
 #include <iomanip>
 #include <iostream>
-#include <numeric>
 
 #include "engine/error.h"
-#include "engine/search.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -27,22 +25,24 @@ struct ScoreOptions {
 
 void run_score(const ScoreOptions& options, bool text) {
   const auto model = load_model(options.common);
-  // Errors name the flag at fault: "--target: input text: is empty ...".
-  const auto tokenized = [&](const char* flag, auto&& tokenize) {
+  const Translator translator(model);
+  Scored scored;
+  if (text) {
     try {
-      return tokenize();
-    } catch (const Error& e) {
-      throw Error(flag, e.what());
+      scored = translator.score(options.source, options.target);
+    } catch (const Error& e) {  // name the flag at fault: "--target: input text: is empty ..."
+      const std::string message = e.what();
+      throw Error(message.starts_with("source: ") || message.starts_with("target: ") ? "--" + message : message);
     }
-  };
-  const std::vector<int> source =
-      text ? tokenized("--source", [&] { return model->tokenize_source(options.source); })
-           : parse_ids(options.source_ids, "--source-ids");
-  const std::vector<int> target =
-      text ? tokenized("--target", [&] { return model->tokenize_target(options.target); })
-           : parse_ids(options.target_ids, "--target-ids");
-  const std::vector<float> logprobs = score_target(model->transformer(), source, target);
-  const double total = std::accumulate(logprobs.begin(), logprobs.end(), 0.0);
+  } else {
+    const std::vector<std::vector<int>> sources{parse_ids(options.source_ids, "--source-ids")};
+    const std::vector<std::vector<int>> targets{parse_ids(options.target_ids, "--target-ids")};
+    scored = translator.score_ids_batch(sources, targets).front();
+    if (!scored.ok()) throw Error(scored.error);
+  }
+  const std::vector<int>& target = scored.target_ids;
+  const std::vector<float>& logprobs = scored.token_logprobs;
+  const double total = scored.score;
 
   if (options.common.json) {
     print_json_line({{"token_logprobs", logprobs}, {"logprob", total}, {"target_ids", target}});

@@ -1,17 +1,20 @@
-// ordo translate: greedy translation of text (or token ids).
+// ordo translate: text (or token ids) in, translations out; greedy, beam search or
+// sampling, in batches.
 //
-//   ordo translate "cats chase dogs"            -> Katzen jagen Hunde
-//   echo "dogs chase cats" | ordo translate     -> one line out per line in, streamed
-//   ordo translate --source-ids "5 8 2"         -> ids in, ids out (no tokenizer needed)
+//   ordo translate "cats chase dogs"                     -> Katzen jagen Hunde
+//   ordo translate --beam 4 --n-best 3 "cats chase dogs" -> three scored hypotheses
+//   ordo translate < file.txt > out.txt                  -> a line out per line in, a batch at a time
+//   ordo translate --source-ids "5 8 2"                  -> ids in, ids out (no tokenizer needed)
 #include <unistd.h>
 
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/search.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -21,81 +24,138 @@ namespace {
 
 struct TranslateOptions {
   CommonOptions common;
+  TranslatorOptions translator;
   std::vector<std::string> texts;
   std::optional<std::string> source_ids;  // set, even to "", when --source-ids is given
-  Index max_length = 0;
+  std::string input;                      // --input FILE instead of stdin
+  std::string output;                     // --output FILE instead of stdout
 };
 
-nlohmann::json translate_text(const Model& model, const std::string& text,
-                              const SearchOptions& search) {
-  const std::vector<int> source = model.tokenize_source(text);
-  const Hypothesis best = greedy_search(model.transformer(), source, search);
-  return {{"source", text},
-          {"translation", model.detokenize_target(best.ids)},
-          {"target_ids", best.ids},
-          {"score", best.score}};
+nlohmann::json hypothesis_json(const TranslatedHypothesis& h, bool text, const DecodingOptions& decoding) {
+  nlohmann::json j;
+  if (text) j["translation"] = h.text;
+  j["target_ids"] = h.ids;
+  j["score"] = h.score;
+  if (decoding.length_penalty != 0.0) j["normalized_score"] = h.normalized_score;
+  j["finished"] = h.finished;
+  return j;
 }
 
-void print_result(const nlohmann::json& result, bool json) {
-  if (json) {
-    print_json_line(result);
-  } else {
-    std::cout << result["translation"].get<std::string>() << std::endl;  // flushed per line
+// One object per input: with --n-best 1 the keys of a single translation (source,
+// source_ids, translation, target_ids, score, ...); with more, "hypotheses": [...].
+nlohmann::json translation_json(const Translation& t, bool text, const DecodingOptions& decoding) {
+  nlohmann::json j;
+  if (text) j["source"] = t.source;
+  j["source_ids"] = t.source_ids;
+  if (!t.ok()) {
+    j["error"] = t.error;
+    return j;
   }
+  if (decoding.n_best == 1) {
+    j.update(hypothesis_json(t.hypotheses.front(), text, decoding));
+    return j;
+  }
+  nlohmann::json hypotheses = nlohmann::json::array();
+  for (const TranslatedHypothesis& h : t.hypotheses) {
+    nlohmann::json one = hypothesis_json(h, text, decoding);
+    one["token_logprobs"] = h.token_logprobs;
+    hypotheses.push_back(std::move(one));
+  }
+  j["hypotheses"] = std::move(hypotheses);
+  return j;
+}
+
+// Prints one translation; returns false when it failed (then reported on stderr,
+// prefixed by `where`, unless `where` is empty: the caller reports it).
+// Text: the best translation (ids for id input) on one line; with --n-best N > 1, N
+// lines "index ||| translation ||| score" (Marian's n-best form, index from 0).
+bool print_translation(const Translation& t, std::size_t index, const std::string& where,
+                       const TranslateOptions& options, bool text, std::ostream& out) {
+  const DecodingOptions& decoding = options.translator.decoding;
+  if (!t.ok() && !where.empty()) std::cerr << "ordo: " << where << t.error << '\n';
+  if (options.common.json) {
+    print_json_line(translation_json(t, text, decoding), out);
+    return t.ok();
+  }
+  if (!t.ok()) {
+    out << '\n';  // the output stays aligned with the input
+    return false;
+  }
+  const auto shown = [&](const TranslatedHypothesis& h) { return text ? h.text : join_ids(h.ids); };
+  if (decoding.n_best == 1) {
+    out << shown(t.hypotheses.front()) << '\n';
+  } else {
+    for (const TranslatedHypothesis& h : t.hypotheses)
+      out << index << " ||| " << shown(h) << " ||| " << std::fixed << std::setprecision(4)
+          << (decoding.length_penalty != 0.0 ? h.normalized_score : h.score) << std::defaultfloat << '\n';
+  }
+  return true;
+}
+
+// Lines from stdin or --input, a batch at a time, each answered in input order before
+// the next batch is read: memory stays bounded however long the input.
+void translate_stream(const Translator& translator, const TranslateOptions& options, Output& out) {
+  std::ifstream file;
+  if (!options.input.empty()) {
+    file.open(options.input);
+    if (!file) throw Error(options.input, "cannot open the input file");
+  }
+  std::istream& in = options.input.empty() ? std::cin : file;
+  const bool terminal = options.input.empty() && ::isatty(STDIN_FILENO);
+  if (terminal)  // a person typing: answer every line at once rather than per batch
+    std::cerr << "ordo: reading sentences from the terminal, one per line (Ctrl-D ends)\n";
+  const std::size_t batch = terminal ? 1 : static_cast<std::size_t>(options.translator.batch_size);
+  const std::string name = options.input.empty() ? "stdin" : options.input;
+
+  std::size_t lines = 0, failures = 0;
+  std::vector<std::string> pending;
+  std::string line;
+  bool more = true;
+  while (more) {
+    pending.clear();
+    while (pending.size() < batch && (more = static_cast<bool>(std::getline(in, line)))) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();  // files saved on Windows
+      pending.push_back(line);
+    }
+    const std::vector<Translation> results = translator.translate_batch(pending, lines);
+    for (const Translation& t : results) {
+      ++lines;
+      if (!print_translation(t, lines - 1, name + " line " + std::to_string(lines) + ": ", options, true, out.stream()))
+        ++failures;
+    }
+    out.check_written();
+  }
+  if (in.bad()) throw Error(name, "reading failed after line " + std::to_string(lines));
+  if (failures > 0)
+    throw Error("translate", std::to_string(failures) + " of " + std::to_string(lines) +
+                                 " input lines failed (each is reported above; its output line is " +
+                                 (options.common.json ? "an \"error\" object)" : "empty)"));
 }
 
 void run_translate(const TranslateOptions& options) {
-  const SearchOptions search{options.max_length};
   const auto model = load_model(options.common);
+  const Translator translator(model, options.translator);
+  Output out(options.output);
 
   if (options.source_ids) {
-    const std::vector<int> source = parse_ids(*options.source_ids, "--source-ids");
-    const Hypothesis best = greedy_search(model->transformer(), source, search);
-    if (options.common.json) {
-      nlohmann::json result = {{"source_ids", source}, {"target_ids", best.ids}, {"score", best.score}};
-      if (model->has_tokenizer()) {  // the text too, when the model can spell it
-        result["source"] = model->detokenize_source(source);
-        result["translation"] = model->detokenize_target(best.ids);
-      }
-      print_json_line(result);
-    } else {
-      std::cout << join_ids(best.ids) << std::endl;
-    }
+    const std::vector<std::vector<int>> sources{parse_ids(*options.source_ids, "--source-ids")};
+    const Translation t = translator.translate_ids_batch(sources).front();
+    if (!t.ok()) throw Error(t.error);
+    print_translation(t, 0, "", options, model->has_tokenizer() && options.common.json, out.stream());
+    out.check_written();
     return;
   }
+  if (options.texts.empty()) return translate_stream(translator, options, out);
 
-  if (!options.texts.empty()) {
-    for (const std::string& text : options.texts)
-      print_result(translate_text(*model, text, search), options.common.json);
-    return;
-  }
-
-  // Streaming from stdin: one output line per input line, so that outputs stay aligned
-  // with inputs. A line that fails is reported on stderr, answered with an empty line,
-  // and the command exits non-zero at the end.
-  if (::isatty(STDIN_FILENO))  // a person at a terminal, not a pipe: say what we wait for
-    std::cerr << "ordo: reading sentences from the terminal, one per line (Ctrl-D ends)\n";
-  std::string line;
-  Index line_number = 0;
-  Index failures = 0;
-  while (std::getline(std::cin, line)) {
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // files saved on Windows
-    try {
-      print_result(translate_text(*model, line, search), options.common.json);
-    } catch (const Error& e) {
-      ++failures;
-      std::cerr << "ordo: stdin line " << line_number << ": " << e.what() << '\n';
-      if (options.common.json)
-        print_json_line({{"source", line}, {"error", e.what()}});
-      else
-        std::cout << std::endl;
-    }
-  }
-  if (failures > 0)
-    throw Error("translate", std::to_string(failures) + " of " + std::to_string(line_number) +
-                                 " input lines failed (each is reported above; its output line is " +
-                                 (options.common.json ? "an \"error\" object)" : "empty)"));
+  std::size_t failures = 0;
+  const std::vector<Translation> results = translator.translate_batch(options.texts);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    failures += !print_translation(results[i], i, results.size() > 1 ? "sentence " + std::to_string(i + 1) + ": " : "",
+                                   options, true, out.stream());
+  out.check_written();
+  if (failures > 0 && results.size() > 1)
+    throw Error("translate", std::to_string(failures) + " of " + std::to_string(results.size()) + " sentences failed");
+  if (failures > 0) throw Error(results.front().error);
 }
 
 }  // namespace
@@ -104,16 +164,26 @@ void setup_translate(CLI::App& app) {
   auto options = std::make_shared<TranslateOptions>();
   CLI::App* command = app.add_subcommand(
       "translate",
-      "Translate text greedily. Each TEXT argument is one sentence; with none, reads one\n"
-      "sentence per line from stdin and prints each translation as soon as it is ready.");
+      "Translate sentences: greedy by default, beam search with --beam, sampling with\n"
+      "--sample. Each TEXT argument is one sentence; with none, reads one sentence per\n"
+      "line from stdin (or --input) and writes one line per input line, in order, a batch\n"
+      "at a time. An empty line gives an empty line; a line that fails gives an empty\n"
+      "line (an \"error\" object with --json), is reported on stderr, and the exit code is 1.");
   command->add_option("text", options->texts, "Sentences to translate");
   command->add_option("--source-ids", options->source_ids,
                       "Translate token ids instead of text, e.g. \"5 8 2\" (include eos); "
                       "prints the target ids")
       ->excludes(command->get_option("text"));
-  add_max_length_option(*command, options->max_length);
+  command->add_option("--input", options->input, "Read sentences from FILE instead of stdin")
+      ->excludes(command->get_option("text"))
+      ->excludes(command->get_option("--source-ids"));
+  command->add_option("--output", options->output, "Write to FILE instead of stdout");
+  add_translator_options(*command, options->translator);
   add_common_options(*command, options->common);
-  command->callback([options] { run_translate(*options); });
+  command->callback([options] {
+    validate_flags(options->translator);
+    run_translate(*options);
+  });
 }
 
 }  // namespace ordo::tools

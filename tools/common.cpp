@@ -1,6 +1,7 @@
 #include "tools/common.h"
 
 #include <cstdlib>
+#include <map>
 #include <iostream>
 #include <sstream>
 
@@ -32,11 +33,76 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
 }
 
-void add_max_length_option(CLI::App& command, Index& max_length) {
-  command.add_option("--max-length", max_length,
-                     "Most target tokens, eos included (0: 2 x source length + 10)")
-      ->check(CLI::Range(Index{0}, kMaxSequenceLength))
-      ->capture_default_str();
+void add_translator_options(CLI::App& command, TranslatorOptions& options) {
+  DecodingOptions& d = options.decoding;
+  const char* search = "Search";
+  const char* sampling = "Sampling (--sample)";
+  const char* output = "Output constraints";
+  command.add_option("--beam", d.beam_size, "Beam size: hypotheses kept per sentence (1: greedy)")
+      ->capture_default_str()->group(search);
+  command.add_option("--n-best", d.n_best, "Print the N best hypotheses, each with its score (N <= --beam)")
+      ->capture_default_str()->group(search);
+  command.add_option("--length-penalty", d.length_penalty,
+                     "Rank hypotheses by score / length^A, length counting eos (0: plain sum)")
+      ->capture_default_str()->group(search);
+  command.add_option("--batch-size", options.batch_size,
+                     "Sentences decoded together; stdin is read and answered a batch at a time")
+      ->capture_default_str()->group(search);
+  command.add_flag("--sample", d.sample, "Draw tokens from the model's distribution instead of searching")
+      ->group(sampling);
+  command.add_option("--temperature", d.temperature, "Sample from softmax(logits / T), T > 0")
+      ->capture_default_str()->group(sampling);
+  command.add_option("--top-k", d.top_k, "Sample among the K most likely tokens (0: all)")
+      ->capture_default_str()->group(sampling);
+  command.add_option("--top-p", d.top_p, "Sample among the likeliest tokens holding P of the mass, 0 < P <= 1")
+      ->capture_default_str()->group(sampling);
+  command.add_option("--seed", d.seed, "Sampling seed: same seed, same output (sentence i draws from (seed, i))")
+      ->capture_default_str()->group(sampling);
+  command.add_option("--max-length", d.max_length, "Most target tokens, eos included (0: 2 x source length + 10)")
+      ->capture_default_str()->group(output);
+  command.add_option("--min-length", d.min_length, "Fewest target tokens, eos included (eos is banned before)")
+      ->capture_default_str()->group(output);
+  command.add_option("--no-repeat-ngram-size", d.no_repeat_ngram_size,
+                     "Never repeat an n-gram of this size in the output (0: off)")
+      ->capture_default_str()->group(output);
+  command.add_option("--repetition-penalty", d.repetition_penalty,
+                     "Penalize tokens already in the output: logit / R if positive, x R if negative (1: off)")
+      ->capture_default_str()->group(output);
+}
+
+void validate_flags(const TranslatorOptions& options) {
+  static const std::map<std::string, std::string> flags = {
+      {"beam_size", "--beam"},
+      {"n_best", "--n-best"},
+      {"length_penalty", "--length-penalty"},
+      {"batch_size", "--batch-size"},
+      {"sample", "--sample"},
+      {"temperature", "--temperature"},
+      {"top_k", "--top-k"},
+      {"top_p", "--top-p"},
+      {"seed", "--seed"},
+      {"max_length", "--max-length"},
+      {"min_length", "--min-length"},
+      {"no_repeat_ngram_size", "--no-repeat-ngram-size"},
+      {"repetition_penalty", "--repetition-penalty"}};
+  try {
+    options.validate();
+  } catch (const OptionError& e) {
+    const auto flag = flags.find(e.field());
+    throw CLI::ValidationError(flag != flags.end() ? flag->second : e.field(), e.problem());
+  }
+}
+
+Output::Output(const std::string& path) : name_(path.empty() ? "stdout" : path), stream_(&std::cout) {
+  if (path.empty()) return;
+  file_ = std::make_unique<std::ofstream>(path);
+  if (!*file_) throw Error(path, "cannot open for writing", "check the directory exists and is writable");
+  stream_ = file_.get();
+}
+
+void Output::check_written() {
+  stream_->flush();
+  if (!*stream_) throw Error(name_, "writing the output failed", "is the disk full, or the pipe closed?");
 }
 
 std::shared_ptr<const Model> load_model(const CommonOptions& options,
@@ -85,9 +151,9 @@ std::string join_ids(const std::vector<int>& ids) {
   return text;
 }
 
-void print_json_line(const nlohmann::json& object) {
+void print_json_line(const nlohmann::json& object, std::ostream& out) {
   // Invalid UTF-8 in user text is replaced rather than aborting the whole stream.
-  std::cout << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+  out << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
 }  // namespace ordo::tools

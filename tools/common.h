@@ -5,11 +5,14 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "models/model.h"
+#include "models/translator.h"
 
 namespace ordo::tools {
 
@@ -22,8 +25,28 @@ struct CommonOptions {
 // Adds --model, --threads, --json to a command.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
-// Adds --max-length (translate, compare, eval): most target tokens, 0 = automatic.
-void add_max_length_option(CLI::App& command, Index& max_length);
+// Adds the decoding flags (--beam, --n-best, --length-penalty, --max-length,
+// --min-length, --no-repeat-ngram-size, --repetition-penalty, --sample, --temperature,
+// --top-k, --top-p, --seed) and --batch-size, each bound to its field of `options`.
+void add_translator_options(CLI::App& command, TranslatorOptions& options);
+
+// options.validate(), with a bad field reported as a usage error (exit 2) that names
+// its flag: "--beam: must be at least 1 (1: greedy), got 0".
+void validate_flags(const TranslatorOptions& options);
+
+// Opens --output FILE, or stdout when `path` is empty; throws Error naming the file.
+// `check_written` throws Error when an earlier write to it failed (a full disk).
+class Output {
+ public:
+  explicit Output(const std::string& path);
+  std::ostream& stream() { return *stream_; }
+  void check_written();
+
+ private:
+  std::string name_;
+  std::unique_ptr<std::ofstream> file_;
+  std::ostream* stream_;
+};
 
 // Loads the model of --model and applies --threads. `warn` receives load-time warnings
 // (tensors the config does not use); nullptr silences them.
@@ -44,6 +67,6 @@ std::vector<int> parse_ids(const std::string& text, const std::string& flag);
 std::string join_ids(const std::vector<int>& ids);
 
 // One JSON object, one line, flushed: safe to stream into another program.
-void print_json_line(const nlohmann::json& object);
+void print_json_line(const nlohmann::json& object, std::ostream& out = std::cout);
 
 }  // namespace ordo::tools

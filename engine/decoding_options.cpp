@@ -1,0 +1,66 @@
+#include "engine/decoding_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "engine/decoder.h"
+#include "engine/error.h"
+#include "engine/limits.h"
+
+namespace ordo {
+
+namespace {
+
+std::string str(double x) {
+  std::string text = std::to_string(x);
+  while (text.size() > 1 && text.back() == '0') text.pop_back();  // 0.500000 -> 0.5
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+void DecodingOptions::validate() const {
+  if (beam_size < 1) throw OptionError("beam_size", "must be at least 1 (1: greedy), got " + std::to_string(beam_size));
+  if (beam_size > 1024) throw OptionError("beam_size", "must be at most 1024, got " + std::to_string(beam_size));
+  if (n_best < 1) throw OptionError("n_best", "must be at least 1, got " + std::to_string(n_best));
+  if (n_best > beam_size)
+    throw OptionError("n_best", std::to_string(n_best) + " is more than the beam size " + std::to_string(beam_size) +
+                                    " (a search cannot return more hypotheses than it keeps; raise the beam size)");
+  if (!std::isfinite(length_penalty))
+    throw OptionError("length_penalty", "must be a finite number, got " + str(length_penalty));
+  if (max_length < 0) throw OptionError("max_length", "must be >= 0 (0: automatic), got " + std::to_string(max_length));
+  if (max_length > kMaxSequenceLength)
+    throw OptionError("max_length", std::to_string(max_length) + " is more than ordo's limit of " +
+                                        std::to_string(kMaxSequenceLength) + " target tokens");
+  if (min_length < 0) throw OptionError("min_length", "must be >= 0 (0: no minimum), got " + std::to_string(min_length));
+  if (max_length > 0 && min_length > max_length)
+    throw OptionError("min_length", std::to_string(min_length) + " is more than max_length " + std::to_string(max_length));
+  if (no_repeat_ngram_size < 0)
+    throw OptionError("no_repeat_ngram_size", "must be >= 0 (0: off), got " + std::to_string(no_repeat_ngram_size));
+  if (!(repetition_penalty > 0.0) || !std::isfinite(repetition_penalty))
+    throw OptionError("repetition_penalty", "must be a positive number (1: off), got " + str(repetition_penalty));
+  if (!(temperature > 0.0) || !std::isfinite(temperature))
+    throw OptionError("temperature", "must be a positive number, got " + str(temperature) +
+                                         " (for the most likely token, use greedy search: no sampling)");
+  if (top_k < 0) throw OptionError("top_k", "must be >= 0 (0: off), got " + std::to_string(top_k));
+  if (!(top_p > 0.0 && top_p <= 1.0)) throw OptionError("top_p", "must be in (0, 1], got " + str(top_p));
+  if (sample && beam_size > 1)
+    throw OptionError("sample", "cannot be combined with a beam size of " + std::to_string(beam_size) +
+                                    " (sampling draws one hypothesis per source; use beam size 1)");
+}
+
+Index DecodingOptions::resolve_max_length(const Decoder& decoder, Index source_length) const {
+  validate();
+  if (max_length == 0)
+    return std::max(std::min({2 * source_length + 10, decoder.max_steps(), kMaxSequenceLength}), min_length);
+  if (max_length > decoder.max_steps())
+    throw OptionError("max_length", std::to_string(max_length) +
+                                        " is beyond the decoder's learned positions (max_position_embeddings=" +
+                                        std::to_string(decoder.max_steps()) + "); use at most " +
+                                        std::to_string(decoder.max_steps()));
+  return max_length;
+}
+
+}  // namespace ordo

@@ -1,0 +1,70 @@
+#include "engine/logits_processor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine/error.h"
+#include "engine/ops.h"
+
+namespace ordo {
+
+namespace {
+
+constexpr float kImpossible = -std::numeric_limits<float>::infinity();
+
+// Bans every token that would complete an n-gram already in `generated`: wherever the
+// last n-1 tokens occurred before, the token that followed them then is banned now.
+void ban_repeated_ngrams(std::span<float> row, std::span<const int> generated, Index n) {
+  const Index length = static_cast<Index>(generated.size());
+  if (n <= 0 || length < n) return;
+  const auto tail = generated.subspan(static_cast<std::size_t>(length - (n - 1)));
+  for (Index start = 0; start + n <= length; ++start) {
+    const auto earlier = generated.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(n - 1));
+    if (std::ranges::equal(earlier, tail))
+      row[static_cast<std::size_t>(generated[static_cast<std::size_t>(start + n - 1)])] = kImpossible;
+  }
+}
+
+}  // namespace
+
+LogitsProcessor::LogitsProcessor(const DecodingOptions& options, int eos, Index vocab_size)
+    : repetition_penalty_(options.repetition_penalty),
+      min_length_(options.min_length),
+      ngram_(options.no_repeat_ngram_size),
+      eos_(eos),
+      seen_(static_cast<std::size_t>(vocab_size), 0) {}
+
+void LogitsProcessor::process(std::span<float> row, std::span<const int> generated, Index step) {
+  if (repetition_penalty_ != 1.0) {
+    // Once per distinct token, however often it occurred (as CTRL and Hugging Face).
+    const auto penalty = static_cast<float>(repetition_penalty_);
+    for (const int token : generated) {
+      auto& seen = seen_[static_cast<std::size_t>(token)];
+      if (seen) continue;
+      seen = 1;
+      float& logit = row[static_cast<std::size_t>(token)];
+      logit = logit > 0.0f ? logit / penalty : logit * penalty;
+    }
+    for (const int token : generated) seen_[static_cast<std::size_t>(token)] = 0;
+  }
+
+  ops::log_softmax_rows(MatrixRef(row.data(), 1, static_cast<Index>(row.size())));
+  bool any_possible = false;  // a row of -inf only would make every choice arbitrary
+  for (const float x : row) {
+    if (std::isnan(x) || x == std::numeric_limits<float>::infinity())
+      throw Error("decoder", "non-finite logits at step " + std::to_string(step),
+                  "the model's weights hold NaN or infinity");
+    any_possible |= std::isfinite(x);
+  }
+  if (!any_possible)
+    throw Error("decoder", "every token has probability 0 at step " + std::to_string(step),
+                "the model's weights hold -infinity");
+
+  // eos may be the min_length-th token at the earliest.
+  if (static_cast<Index>(generated.size()) + 1 < min_length_) row[static_cast<std::size_t>(eos_)] = kImpossible;
+  ban_repeated_ngrams(row, generated, ngram_);
+}
+
+}  // namespace ordo

@@ -1,0 +1,38 @@
+// One row of logits -> the log-probabilities a search chooses from, with the output
+// constraints of DecodingOptions applied:
+//
+//   1. repetition penalty (CTRL): the logit of every token already in the output is
+//      divided by R when positive, multiplied by R when negative;
+//   2. log-softmax: these are the token log-probabilities results report;
+//   3. impossible tokens become -inf, without renormalizing the others: eos before
+//      min_length, and any token that would complete an n-gram of
+//      no_repeat_ngram_size already in the output.
+//
+// A NaN or +inf logit means broken weights and throws Error rather than being decoded
+// into nonsense. Holds scratch: one processor per request, not shared across threads.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "engine/decoding_options.h"
+
+namespace ordo {
+
+class LogitsProcessor {
+ public:
+  LogitsProcessor(const DecodingOptions& options, int eos, Index vocab_size);
+
+  // row: raw logits [V] -> log-probabilities, in place. `generated` is the output so
+  // far (without decoder_start); `step` is only for messages. Allocates nothing.
+  void process(std::span<float> row, std::span<const int> generated, Index step);
+
+ private:
+  double repetition_penalty_;
+  Index min_length_;
+  Index ngram_;
+  int eos_;
+  std::vector<unsigned char> seen_;  // [V] scratch for the repetition penalty
+};
+
+}  // namespace ordo

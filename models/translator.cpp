@@ -1,0 +1,157 @@
+#include "models/translator.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "engine/error.h"
+
+namespace ordo {
+
+namespace {
+
+bool blank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+}  // namespace
+
+void TranslatorOptions::validate() const {
+  decoding.validate();
+  if (batch_size < 1) throw OptionError("batch_size", "must be at least 1, got " + std::to_string(batch_size));
+  if (batch_size > 65536) throw OptionError("batch_size", "must be at most 65536, got " + std::to_string(batch_size));
+}
+
+const TranslatedHypothesis& Translation::best() const {
+  if (!ok()) throw Error(error);
+  if (hypotheses.empty()) throw Error("translation", "has no hypothesis");
+  return hypotheses.front();
+}
+
+Translator::Translator(std::shared_ptr<const Model> model, TranslatorOptions options)
+    : model_(std::move(model)), options_(std::move(options)) {
+  if (!model_) throw Error("translator", "no model given");
+  options_.validate();
+}
+
+Translation Translator::translate(std::string_view text) const {
+  if (blank(text)) throw Error("input text", "is empty", "give a sentence to translate");
+  const std::vector<std::string> one{std::string(text)};
+  Translation result = std::move(translate_batch(one).front());
+  if (!result.ok()) throw Error(result.error);
+  return result;
+}
+
+std::vector<Translation> Translator::translate_batch(std::span<const std::string> lines,
+                                                     std::uint64_t first_stream) const {
+  std::vector<Translation> requests(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    Translation& r = requests[i];
+    r.source = lines[i];
+    if (blank(r.source)) {  // nothing to translate: an empty translation, not an error
+      r.hypotheses.emplace_back().finished = true;
+      continue;
+    }
+    try {
+      r.source_ids = model_->tokenize_source(r.source);
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+  }
+  return decode_all(std::move(requests), first_stream);
+}
+
+std::vector<Translation> Translator::translate_ids_batch(std::span<const std::vector<int>> sources,
+                                                         std::uint64_t first_stream) const {
+  std::vector<Translation> requests(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    requests[i].source_ids = sources[i];
+    if (model_->has_tokenizer()) {
+      try {
+        requests[i].source = model_->detokenize_source(sources[i]);
+      } catch (const Error& e) {
+        requests[i].error = e.what();
+      }
+    }
+  }
+  return decode_all(std::move(requests), first_stream);
+}
+
+std::vector<Translation> Translator::decode_all(std::vector<Translation> requests,
+                                                std::uint64_t first_stream) const {
+  // The sources still to decode, shortest first, in batches of batch_size.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].ok() && requests[i].hypotheses.empty()) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return requests[a].source_ids.size() < requests[b].source_ids.size();
+  });
+  const Transformer& transformer = model_->transformer();
+  const auto batch = static_cast<std::size_t>(options_.batch_size);
+  for (std::size_t first = 0; first < order.size(); first += batch) {
+    const std::size_t count = std::min(batch, order.size() - first);
+    std::vector<std::vector<int>> sources;
+    std::vector<std::uint64_t> streams;
+    for (std::size_t k = first; k < first + count; ++k) {
+      sources.push_back(requests[order[k]].source_ids);
+      streams.push_back(first_stream + order[k]);
+    }
+    std::vector<DecodeResult> decoded = decode_batch(transformer, sources, options_.decoding, streams);
+    for (std::size_t k = 0; k < count; ++k) {
+      Translation& r = requests[order[first + k]];
+      DecodeResult& d = decoded[k];
+      if (!d.ok()) {
+        r.error = std::move(d.error);
+        continue;
+      }
+      for (Hypothesis& h : d.hypotheses) {
+        TranslatedHypothesis t{std::move(h), {}};
+        if (model_->has_tokenizer()) t.text = model_->detokenize_target(t.ids);
+        r.hypotheses.push_back(std::move(t));
+      }
+    }
+  }
+  return requests;
+}
+
+Scored Translator::score(std::string_view source, std::string_view target) const {
+  // Errors name the side at fault: "target: input text: is empty ...".
+  const auto tokenized = [](const char* side, auto&& tokenize) {
+    try {
+      return tokenize();
+    } catch (const Error& e) {
+      throw Error(side, e.what());
+    }
+  };
+  const std::vector<std::vector<int>> sources{tokenized("source", [&] { return model_->tokenize_source(source); })};
+  const std::vector<std::vector<int>> targets{tokenized("target", [&] { return model_->tokenize_target(target); })};
+  Scored result = std::move(score_ids_batch(sources, targets).front());
+  if (!result.ok()) throw Error(result.error);
+  return result;
+}
+
+std::vector<Scored> Translator::score_ids_batch(std::span<const std::vector<int>> sources,
+                                                std::span<const std::vector<int>> targets) const {
+  if (sources.size() != targets.size())
+    throw Error("score", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
+  std::vector<Scored> results(targets.size());
+  const auto batch = static_cast<std::size_t>(options_.batch_size);
+  for (std::size_t first = 0; first < sources.size(); first += batch) {
+    const std::size_t count = std::min(batch, sources.size() - first);
+    std::vector<ScoreResult> scored =
+        score_batch(model_->transformer(), sources.subspan(first, count), targets.subspan(first, count));
+    for (std::size_t k = 0; k < count; ++k) {
+      Scored& r = results[first + k];
+      r.target_ids = targets[first + k];
+      r.token_logprobs = std::move(scored[k].token_logprobs);
+      r.score = scored[k].score;
+      r.error = std::move(scored[k].error);
+    }
+  }
+  return results;
+}
+
+Matrix Translator::encode(std::string_view text) const {
+  return ordo::encode(model_->transformer(), model_->tokenize_source(text));
+}
+
+}  // namespace ordo

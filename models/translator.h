@@ -1,0 +1,106 @@
+// The request-level facade: text (or token ids) in, translations out.
+//
+//   auto model = ordo::Model::load("weights/sinusoidal");
+//   ordo::TranslatorOptions options;
+//   options.decoding.beam_size = 4;
+//   options.decoding.n_best = 3;
+//   ordo::Translator translator(model, options);
+//   ordo::Translation t = translator.translate("cats chase dogs");
+//   std::cout << t.best().text << '\n';                      // Katzen jagen Hunde
+//   for (const auto& h : t.hypotheses) std::cout << h.text << ' ' << h.score << '\n';
+//
+// Tokenize -> decode -> detokenize lives here and nowhere else: the CLI commands and the
+// tests all come through this class. A Translator is immutable and cheap; calls from
+// several threads are safe (each builds its own decoding state).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/search.h"
+#include "models/model.h"
+
+namespace ordo {
+
+struct TranslatorOptions {
+  // How each source is decoded: beam size, n-best, sampling, lengths, penalties.
+  DecodingOptions decoding;
+  // Sources decoded together: translate_batch sorts its input by length and decodes
+  // it in batches of at most this many, so similar lengths share a batch (padding only
+  // costs the encoder; the decoder's live set shrinks as sentences finish).
+  Index batch_size = 32;
+
+  // Throws OptionError naming the first bad field ("batch_size", "beam_size", ...).
+  void validate() const;
+};
+
+// One hypothesis with its text.
+struct TranslatedHypothesis : Hypothesis {
+  std::string text;  // the detokenized ids (empty when the model has no tokenizer)
+};
+
+struct Translation {
+  std::string source;                            // the input text ("" for id input without a tokenizer)
+  std::vector<int> source_ids;                   // what the encoder read, eos included
+  std::vector<TranslatedHypothesis> hypotheses;  // n_best, best first; empty on error
+  std::string error;                             // why this source failed; empty if it did not
+
+  bool ok() const { return error.empty(); }
+  // The best hypothesis; throws Error (the error above) when there is none.
+  const TranslatedHypothesis& best() const;
+};
+
+struct Scored {
+  std::vector<int> target_ids;       // what was scored, eos included
+  std::vector<float> token_logprobs;
+  double score = 0.0;                // their sum
+  std::string error;                 // empty unless this pair failed
+
+  bool ok() const { return error.empty(); }
+};
+
+class Translator {
+ public:
+  // Throws OptionError for bad options.
+  explicit Translator(std::shared_ptr<const Model> model, TranslatorOptions options = {});
+
+  // One sentence. Throws Error when it cannot be translated (empty text, too long, ...).
+  Translation translate(std::string_view text) const;
+
+  // Many sentences, results in input order. A sentence that fails has its `error` set
+  // and does not stop the others; a blank line translates to an empty hypothesis.
+  // Sampling streams are first_stream + i for line i: a caller that feeds a long input
+  // in chunks passes each chunk's first line number to get the same draws as one call.
+  std::vector<Translation> translate_batch(std::span<const std::string> lines,
+                                           std::uint64_t first_stream = 0) const;
+
+  // The same with token ids in (eos included), for models without a tokenizer; texts
+  // are filled in when the model has one.
+  std::vector<Translation> translate_ids_batch(std::span<const std::vector<int>> sources,
+                                               std::uint64_t first_stream = 0) const;
+
+  // log p(target | source) token by token, eos appended to the target (teacher
+  // forcing). Throws Error when the pair cannot be scored.
+  Scored score(std::string_view source, std::string_view target) const;
+  // Ids as given (targets should end with eos). Per-pair errors, like translate_batch.
+  std::vector<Scored> score_ids_batch(std::span<const std::vector<int>> sources,
+                                      std::span<const std::vector<int>> targets) const;
+
+  // The encoder output [S, d] of a sentence (for comparing representations).
+  Matrix encode(std::string_view text) const;
+
+  const Model& model() const { return *model_; }
+  const TranslatorOptions& options() const { return options_; }
+
+ private:
+  std::vector<Translation> decode_all(std::vector<Translation> requests, std::uint64_t first_stream) const;
+
+  std::shared_ptr<const Model> model_;
+  TranslatorOptions options_;
+};
+
+}  // namespace ordo
