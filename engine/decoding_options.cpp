@@ -36,7 +36,8 @@ void DecodingOptions::validate() const {
                                         std::to_string(kMaxSequenceLength) + " target tokens");
   if (min_length < 0) throw OptionError("min_length", "must be >= 0 (0: no minimum), got " + std::to_string(min_length));
   if (max_length > 0 && min_length > max_length)
-    throw OptionError("min_length", std::to_string(min_length) + " is more than max_length " + std::to_string(max_length));
+    throw OptionError("min_length", std::to_string(min_length) + " is more than the maximum length, " +
+                                        std::to_string(max_length));
   if (no_repeat_ngram_size < 0)
     throw OptionError("no_repeat_ngram_size", "must be >= 0 (0: off), got " + std::to_string(no_repeat_ngram_size));
   if (!(repetition_penalty > 0.0) || !std::isfinite(repetition_penalty))
@@ -53,6 +54,10 @@ void DecodingOptions::validate() const {
 
 Index DecodingOptions::resolve_max_length(const Decoder& decoder, Index source_length) const {
   validate();
+  if (min_length > decoder.max_steps())
+    throw OptionError("min_length", std::to_string(min_length) +
+                                        " is beyond the decoder's learned positions (max_position_embeddings=" +
+                                        std::to_string(decoder.max_steps()) + ")");
   if (max_length == 0)
     return std::max(std::min({2 * source_length + 10, decoder.max_steps(), kMaxSequenceLength}), min_length);
   if (max_length > decoder.max_steps())

@@ -308,8 +308,8 @@ std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const
   if (!streams.empty() && streams.size() != sources.size())
     throw Error("decode_batch", std::to_string(streams.size()) + " sampling streams for " +
                                     std::to_string(sources.size()) + " sources");
-  // An explicit max_length the decoder cannot honour fails the request, not each source.
-  if (options.max_length > 0) options.resolve_max_length(model.decoder, 1);
+  // Lengths the decoder cannot honour fail the request, not each source.
+  options.resolve_max_length(model.decoder, 1);
 
   std::vector<DecodeResult> results(sources.size());
   std::vector<std::vector<int>> valid;

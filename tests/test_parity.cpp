@@ -10,7 +10,13 @@
 //     prints, so 1e-4 is loose but far below anything a wrong formula produces);
 //   - encoder outputs within 1e-4 absolute (same reasoning);
 //   - greedy ids identical (the oracle only keeps cases whose top-1/top-2 logit margin
-//     is >= 1e-2 at every step, so rounding cannot flip a choice).
+//     is >= 1e-2 at every step, so rounding cannot flip a choice);
+//   - batches: all of a model's cases decoded and scored as one padded batch, in torch
+//     with key-padding masks and in ordo with per-sequence lengths: same ids, log-probs
+//     within 1e-4;
+//   - beam search: the oracle's own beam search, written from the README's description,
+//     beam 3 / n-best 3 at length penalties 1 and 0: same hypotheses in the same order,
+//     scores within 1e-4 (cases are kept only when every decision's margin is >= 1e-3).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -115,6 +121,67 @@ TEST(Parity, EveryOracleModelMatchesPyTorch) {
   std::cout << "[ parity ] " << names.size() << " models, " << tokens
             << " scored tokens: worst |log-prob error| " << worst_logprob
             << ", worst |encoder output error| " << worst_encoder << '\n';
+}
+
+TEST(Parity, BatchesMatchPyTorchBatches) {
+  std::size_t batches = 0;
+  for (const std::string& name : model_names()) {
+    SCOPED_TRACE("model " + name);
+    const auto model = Model::load(parity_dir() / name);
+    const Transformer& t = model->transformer();
+    const nlohmann::json batch = read_json(parity_dir() / name / "reference.json").at("batch");
+    const auto sources = batch.at("sources").get<std::vector<std::vector<int>>>();
+    const auto targets = batch.at("targets").get<std::vector<std::vector<int>>>();
+    const auto want_logprobs = batch.at("token_logprobs").get<std::vector<std::vector<double>>>();
+    const auto want_ids = batch.at("greedy_ids").get<std::vector<std::vector<int>>>();
+
+    const std::vector<ScoreResult> scored = score_batch(t, sources, targets);
+    DecodingOptions greedy;
+    greedy.max_length = batch.at("greedy_max_length").get<Index>();
+    const std::vector<DecodeResult> decoded = decode_batch(t, sources, greedy);
+    ASSERT_EQ(scored.size(), sources.size());
+    ASSERT_EQ(decoded.size(), sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      SCOPED_TRACE("batch entry " + std::to_string(i));
+      ASSERT_TRUE(scored[i].ok()) << scored[i].error;
+      reference::expect_close(scored[i].token_logprobs, want_logprobs[i], 1e-4, 0.0);
+      ASSERT_TRUE(decoded[i].ok()) << decoded[i].error;
+      EXPECT_EQ(decoded[i].hypotheses.front().ids, want_ids[i]);
+    }
+    ++batches;
+  }
+  EXPECT_GE(batches, 40u);
+}
+
+TEST(Parity, BeamSearchMatchesTheOraclesBeamSearch) {
+  std::size_t cases = 0;
+  for (const std::string& name : model_names()) {
+    SCOPED_TRACE("model " + name);
+    const auto model = Model::load(parity_dir() / name);
+    const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
+    for (const nlohmann::json& c : reference.at("beam")) {
+      SCOPED_TRACE("beam case " + c.dump().substr(0, 120));
+      DecodingOptions options;
+      options.beam_size = c.at("beam_size").get<Index>();
+      options.n_best = c.at("n_best").get<Index>();
+      options.length_penalty = c.at("length_penalty").get<double>();
+      options.max_length = c.at("max_length").get<Index>();
+      options.min_length = c.at("min_length").get<Index>();
+      const auto source = c.at("source_ids").get<std::vector<int>>();
+      const std::vector<Hypothesis> got = decode(model->transformer(), source, options);
+      const nlohmann::json& want = c.at("hypotheses");
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t k = 0; k < got.size(); ++k) {
+        SCOPED_TRACE("hypothesis " + std::to_string(k));
+        EXPECT_EQ(got[k].ids, want[k].at("ids").get<std::vector<int>>());
+        EXPECT_NEAR(got[k].score, want[k].at("score").get<double>(), 1e-4);
+        EXPECT_NEAR(got[k].normalized_score, want[k].at("normalized_score").get<double>(), 1e-4);
+        EXPECT_EQ(got[k].finished, want[k].at("finished").get<bool>());
+      }
+      ++cases;
+    }
+  }
+  EXPECT_GE(cases, 120u);
 }
 
 }  // namespace

@@ -17,13 +17,31 @@ position encoding meets every flavour. See FLAVOURS.
 
 reference.json: {"model", "dtype", "min_greedy_margin", "cases": [{"source_ids",
 "target_ids", "token_logprobs", "logprob", "greedy_max_length", "greedy_ids",
-"greedy_margins", "encoder_output"}]}. token_logprobs are log_softmax (in float64) of
-the float32 logits, teacher-forced with decoder input [decoder_start] + target[:-1].
-encoder_output values are float32, printed with 9 significant digits (exact).
-Every greedy step's top1 - top2 logit margin is >= min_greedy_margin, so greedy ids
-do not depend on float rounding; sources (and if need be the model) are redrawn until
-that holds. References are computed from the model as re-loaded from the files
-written, with weights rounded to the file's dtype.
+"greedy_margins", "encoder_output"}], "batch": {...}, "beam": [...]}. token_logprobs are
+log_softmax (in float64) of the float32 logits, teacher-forced with decoder input
+[decoder_start] + target[:-1]. encoder_output values are float32, printed with 9
+significant digits (exact).
+
+"batch" runs all the cases at once, as one padded batch (sources and decoder inputs
+right-padded with pad_token_id, sources masked): {"sources": [each case's source_ids],
+"targets": [each case's target_ids], "token_logprobs": [per case, OrdoModel.score_batch],
+"greedy_max_length", "greedy_ids": [per case, OrdoModel.greedy_batch]}. The generator
+checks that it equals the cases' one-at-a-time results (ids identical, log-probs within
+1e-5 * max(1, |logprob|)).
+
+"beam" has one entry per case, in case order: {"source_ids", "beam_size": 3,
+"n_best": 3, "length_penalty": 1.0 for even case indices and 0.0 for odd ones,
+"max_length": 10, "min_length": 0, "hypotheses": [{"ids", "score", "normalized_score",
+"finished"}, ...] best first, "min_margin"}, from OrdoModel.beam_search (whose docstring
+defines the search: scores are float64 sums of token log-probs, normalized_score =
+score / len(ids) ** length_penalty, finished is false for a hypothesis cut at
+max_length). min_margin is the smallest gap any of the search's decisions depended on.
+
+Every greedy step's top1 - top2 logit margin is >= min_greedy_margin and every beam
+entry's min_margin is >= MIN_BEAM_MARGIN (1e-3), so greedy and beam ids do not depend
+on float rounding; sources (and if need be the model) are redrawn until that holds.
+References are computed from the model as re-loaded from the files written, with
+weights rounded to the file's dtype.
 
 Deterministic for a given --seed (single-threaded torch).
 """
@@ -45,6 +63,11 @@ from ordo_torch import OrdoModel, load_model_dir, round_weights_, save_model_dir
 
 MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
 GREEDY_MAX_LENGTH = 10
+MIN_BEAM_MARGIN = 1e-3    # the C++ side compares beam scores within 1e-4
+BEAM_SIZE = 3
+BEAM_N_BEST = 3
+BEAM_MAX_LENGTH = 10
+BATCH_LOGPROB_TOLERANCE = 1e-5  # times max(1, |logprob|): float32 logits reach ~30
 SOURCE_DRAWS = 20         # source redraws per case before re-seeding the model
 MODEL_ATTEMPTS = 50
 
@@ -144,8 +167,27 @@ def draw_target(rng: random.Random, cfg: dict) -> list:
     return [rng.randrange(2, cfg["decoder_vocab_size"]) for _ in range(n - 1)] + [cfg["eos_token_id"]]
 
 
+def beam_options(case_index: int) -> dict:
+    """beam_search's arguments for the case at case_index (length_penalty alternates)."""
+    return {"beam_size": BEAM_SIZE, "n_best": BEAM_N_BEST,
+            "length_penalty": 1.0 if case_index % 2 == 0 else 0.0,
+            "max_length": BEAM_MAX_LENGTH, "min_length": 0}
+
+
+def robust(model: OrdoModel, source: list, case_index: int):
+    """(greedy, beam) results of source if both are far from every rounding tie, else None."""
+    greedy = model.greedy(source, GREEDY_MAX_LENGTH)
+    if min(greedy[1]) < MIN_GREEDY_MARGIN:
+        return None
+    beam = model.beam_search(source, **beam_options(case_index))
+    return (greedy, beam) if beam[1] >= MIN_BEAM_MARGIN else None
+
+
 def build(name, cfg, bias, dtype, seed):
-    """A model (rounded to dtype) and its cases' (source, target), with robust greedy."""
+    """A model (rounded to dtype), its cases' (source, target), with robust greedy and
+    beam search, and their (greedy, beam_search) results. Also returns the model attempt
+    used and the number of sources drawn."""
+    draws = 0
     for attempt in range(MODEL_ATTEMPTS):
         torch_gen = torch.Generator().manual_seed(_seed_int(seed, name, attempt) % 2**63)
         rng = random.Random(f"{seed}/{name}/{attempt}")
@@ -154,20 +196,22 @@ def build(name, cfg, bias, dtype, seed):
         round_weights_(model, dtype)
         full = model.config
         lengths = [1, rng.randint(3, 7), rng.randint(9, 12)]
-        cases = []
-        for length in lengths:
+        cases, decided = [], []
+        for index, length in enumerate(lengths):
             for _ in range(SOURCE_DRAWS if length > 1 else 1):
                 source = draw_source(rng, length, full)
-                _, margins = model.greedy(source, GREEDY_MAX_LENGTH)
-                if min(margins) >= MIN_GREEDY_MARGIN:
+                draws += 1
+                results = robust(model, source, index)
+                if results is not None:
                     cases.append((source, draw_target(rng, full)))
+                    decided.append(results)
                     break
             else:
                 break  # no robust source at this length: re-seed the model
         if len(cases) == len(lengths):
-            return model, cases, attempt
-    raise RuntimeError(f"{name}: no model with greedy margins >= {MIN_GREEDY_MARGIN} "
-                       f"after {MODEL_ATTEMPTS} attempts")
+            return model, cases, decided, attempt, draws
+    raise RuntimeError(f"{name}: no model with greedy margins >= {MIN_GREEDY_MARGIN} and beam "
+                       f"margins >= {MIN_BEAM_MARGIN} after {MODEL_ATTEMPTS} attempts")
 
 
 def _f32(x: float) -> float:
@@ -175,11 +219,15 @@ def _f32(x: float) -> float:
 
 
 @torch.no_grad()
-def reference(model: OrdoModel, cases) -> list:
+def reference(model: OrdoModel, cases, name: str = "", full: bool = True,
+              greedy=None) -> dict:
+    """{"cases", "batch", "beam"} of reference.json (only "cases" unless full); checks
+    that the batch equals the cases one at a time. greedy: the cases' greedy results if
+    already known."""
     out = []
-    for source, target in cases:
+    for i, (source, target) in enumerate(cases):
         logprobs = model.score(source, target)
-        ids, margins = model.greedy(source, GREEDY_MAX_LENGTH)
+        ids, margins = greedy[i] if greedy else model.greedy(source, GREEDY_MAX_LENGTH)
         enc = model.encode(torch.tensor([source]))[0]
         out.append({
             "source_ids": source,
@@ -191,7 +239,34 @@ def reference(model: OrdoModel, cases) -> list:
             "greedy_margins": margins,
             "encoder_output": [[_f32(v) for v in row] for row in enc.tolist()],
         })
-    return out
+    if not full:
+        return {"cases": out}
+    sources = [source for source, _ in cases]
+    targets = [target for _, target in cases]
+    batch_logprobs = model.score_batch(sources, targets)
+    batch_ids, _ = model.greedy_batch(sources, GREEDY_MAX_LENGTH)
+    for i, case in enumerate(out):
+        if batch_ids[i] != case["greedy_ids"]:
+            raise RuntimeError(f"{name}: case {i}: greedy_batch ids {batch_ids[i]} != greedy "
+                               f"ids {case['greedy_ids']}")
+        single = case["token_logprobs"]
+        if len(batch_logprobs[i]) != len(single) or any(
+                abs(a - b) > BATCH_LOGPROB_TOLERANCE * max(1.0, abs(b))
+                for a, b in zip(batch_logprobs[i], single)):
+            raise RuntimeError(f"{name}: case {i}: score_batch {batch_logprobs[i]} != score "
+                               f"{single} (tolerance {BATCH_LOGPROB_TOLERANCE} relative)")
+    batch = {"sources": sources, "targets": targets, "token_logprobs": batch_logprobs,
+             "greedy_max_length": GREEDY_MAX_LENGTH, "greedy_ids": batch_ids}
+    beam = []
+    for i, source in enumerate(sources):
+        options = beam_options(i)
+        hypotheses, min_margin = model.beam_search(source, **options)
+        if not min_margin >= MIN_BEAM_MARGIN:
+            raise RuntimeError(f"{name}: case {i}: beam min_margin {min_margin} < "
+                               f"{MIN_BEAM_MARGIN}")
+        beam.append({"source_ids": source, **options, "hypotheses": hypotheses,
+                     "min_margin": min_margin})
+    return {"cases": out, "batch": batch, "beam": beam}
 
 
 def main(argv=None) -> int:
@@ -205,24 +280,28 @@ def main(argv=None) -> int:
     start = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
     names = []
+    beam_margins = []
     for name, cfg, bias, dtype in model_specs():
-        model, cases, attempt = build(name, cfg, bias, dtype, args.seed)
+        model, cases, decided, attempt, draws = build(name, cfg, bias, dtype, args.seed)
         model_dir = args.out / name
         save_model_dir(model, model_dir, dtype=dtype)
-        before = reference(model, cases)
+        before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
         loaded = load_model_dir(model_dir)
-        after = reference(loaded, cases)
-        if before != after:
+        after = reference(loaded, cases, name)
+        beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+        if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
             raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
         doc = {"model": name, "dtype": dtype, "min_greedy_margin": MIN_GREEDY_MARGIN,
-               "cases": after}
-        (model_dir / "reference.json").write_text(json.dumps(doc) + "\n")
+               "cases": after["cases"], "batch": after["batch"], "beam": after["beam"]}
+        (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False) + "\n")
         names.append(name)
+        beam_margins.extend(entry["min_margin"] for entry in after["beam"])
         note = f" (attempt {attempt})" if attempt else ""
-        print(f"{name}: {len(cases)} cases{note}", flush=True)
+        print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
     index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names}
     (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
-    print(f"{len(names)} models in {args.out} ({time.time() - start:.1f} s)")
+    print(f"{len(names)} models in {args.out} ({time.time() - start:.1f} s); beam min_margin "
+          f"min {min(beam_margins):.3g}, median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")
     return 0
 
 

@@ -14,6 +14,13 @@ Requires only torch and numpy (the safetensors reader/writer is implemented here
     save_model_dir(model, "out/", dtype="F16")              # also rounds `model` to F16
     model = load_model_dir("out/")
     ids, margins = model.greedy([5, 7, 1], max_length=10)
+    ids, margins = model.greedy_batch([[5, 7, 1], [9, 1]], max_length=10)  # per source
+    logprobs = model.score_batch([[5, 7, 1], [9, 1]], [[4, 1], [6, 6, 1]])  # per pair
+    hyps, min_margin = model.beam_search([5, 7, 1], beam_size=4, n_best=2,
+                                         length_penalty=1.0, max_length=10)
+
+The batched methods compute, in one padded batch, what greedy/score compute for one
+source; beam_search's docstring is the definition of the beam search.
 """
 from __future__ import annotations
 
@@ -565,6 +572,211 @@ class OrdoModel(nn.Module):
             logits = self(src, tgt_in)[0].to(torch.float64)
             logp = torch.log_softmax(logits, dim=-1)
             return logp.gather(1, torch.tensor(tgt)[:, None])[:, 0].tolist()
+        finally:
+            self.train(was_training)
+
+    def _source_batch(self, sources: Sequence[Sequence[int]]) -> Tuple[Tensor, Tensor]:
+        """Right-pads sources with pad_token_id into [B, S] ids and the [B, S] key padding
+        mask (True = pad). The mask comes from the lengths, so a source that itself holds
+        pad_token_id sees it as a token, exactly as `greedy` and `score` do."""
+        rows = [list(s) for s in sources]
+        if any(not r for r in rows):
+            raise ValueError("every source needs at least one token")
+        S = max(map(len, rows))
+        pad = self.config["pad_token_id"]
+        ids = torch.tensor([r + [pad] * (S - len(r)) for r in rows], dtype=torch.long)
+        lengths = torch.tensor([len(r) for r in rows])
+        return ids, torch.arange(S)[None, :] >= lengths[:, None]
+
+    @torch.no_grad()
+    def greedy_batch(self, sources: Sequence[Sequence[int]],
+                     max_length: int) -> Tuple[List[List[int]], List[List[float]]]:
+        """`greedy` for several sources at once, in one padded batch: sources right-padded
+        with pad_token_id and masked in the encoder and the cross-attention; a sequence that
+        has produced eos is fed pad_token_id and its outputs are ignored. Returns per source
+        what `greedy` returns for it (ids, margins)."""
+        was_training = self.training
+        self.eval()
+        try:
+            cfg = self.config
+            B = len(sources)
+            ids: List[List[int]] = [[] for _ in range(B)]
+            margins: List[List[float]] = [[] for _ in range(B)]
+            if B == 0:
+                return ids, margins
+            src, src_padding = self._source_batch(sources)
+            memory = self.encode(src, src_padding)
+            tgt = torch.full((B, 1), cfg["decoder_start_token_id"], dtype=torch.long)
+            done = [False] * B
+            for _ in range(max_length):
+                logits = self.decode(memory, src_padding, tgt)[:, -1]  # [B, V]
+                best = torch.argmax(logits, dim=-1).tolist()  # first maximum
+                if logits.shape[-1] > 1:
+                    top2 = torch.topk(logits, 2).values
+                    gaps = (top2[:, 0] - top2[:, 1]).tolist()
+                else:
+                    gaps = [math.inf] * B
+                step = []
+                for b in range(B):
+                    if done[b]:
+                        step.append(cfg["pad_token_id"])
+                        continue
+                    ids[b].append(best[b])
+                    margins[b].append(float(gaps[b]))
+                    step.append(best[b])
+                    done[b] = best[b] == cfg["eos_token_id"]
+                if all(done):
+                    break
+                tgt = torch.cat([tgt, torch.tensor(step, dtype=torch.long)[:, None]], dim=1)
+            return ids, margins
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
+    def score_batch(self, sources: Sequence[Sequence[int]],
+                    targets: Sequence[Sequence[int]]) -> List[List[float]]:
+        """`score` for several (source, target) pairs in one padded batch: sources as in
+        `greedy_batch`, decoder inputs [decoder_start] + target[:-1] right-padded with
+        pad_token_id (causal attention keeps the padding out of the real positions).
+        Returns per pair the log-probabilities of its target tokens."""
+        if len(sources) != len(targets):
+            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+        was_training = self.training
+        self.eval()
+        try:
+            cfg = self.config
+            tgts = [list(t) for t in targets]
+            T = max(map(len, tgts), default=0)
+            if T == 0:
+                return [[] for _ in tgts]
+            pad, start = cfg["pad_token_id"], cfg["decoder_start_token_id"]
+            src, src_padding = self._source_batch(sources)
+            tgt_in = torch.tensor([([start] + t[:-1] + [pad] * T)[:T] for t in tgts],
+                                  dtype=torch.long)
+            tgt_out = torch.tensor([t + [pad] * (T - len(t)) for t in tgts], dtype=torch.long)
+            logits = self(src, tgt_in, src_padding).to(torch.float64)
+            logp = torch.log_softmax(logits, dim=-1).gather(2, tgt_out[:, :, None])[:, :, 0]
+            return [row[:len(t)] for row, t in zip(logp.tolist(), tgts)]
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
+    def beam_search(self, src_ids: Sequence[int], beam_size: int, n_best: int,
+                    length_penalty: float, max_length: int,
+                    min_length: int = 0) -> Tuple[List[dict], float]:
+        """Beam search of one source (the reference definition; see BEAM SEARCH below).
+
+        Returns (hypotheses, min_margin): the n_best best finished-pool entries, best first,
+        each {"ids", "score", "normalized_score", "finished"}, and the smallest gap any
+        decision depended on (math.inf if none).
+
+        BEAM SEARCH. Live beams are (prefix, score = float64 sum of its token log-probs),
+        starting with ([], 0); a beam's decoder input is [decoder_start] + prefix. The
+        pool holds at most K = beam_size hypotheses (ids, score, normalized = score /
+        len(ids) ** length_penalty, finished, insertion counter); an offered hypothesis
+        is added while the pool has < K entries, else replaces the worst entry (lowest
+        normalized; among equals the latest inserted) if its normalized score is strictly
+        greater. A step: lp_b = log_softmax in float64 of beam b's float32 logits, with
+        lp_b[eos] = -inf while len(prefix) + 1 < min_length; candidates (b, v) with
+        total = score_b + lp_b[v] > -inf, sorted by total descending, then b, then v; the
+        first 2K are walked with rank r: eos is offered to the pool (finished) if r < K,
+        else skipped; any other token extends prefix_b into the new live list, and the
+        walk stops once that has K beams. Then: if the prefixes have max_length tokens,
+        every live beam is offered (finished=False) and the search stops; otherwise it
+        stops when no beam is live, or when the pool is full and best live score /
+        L ** length_penalty <= the pool's worst normalized score (L: prefix length).
+        The result is the pool sorted by normalized score descending, then insertion.
+
+        min_margin is the minimum of: adjacent gaps between the first 2K + 1 sorted
+        candidates' totals at every step; |new - worst| of every comparison with a full
+        pool and, when that replaces, the gap between the worst and the second-worst
+        entry; |bound - worst| of every stopping test evaluated; the adjacent gaps of
+        the first n_best + 1 normalized scores of the final ranking.
+        """
+        K = int(beam_size)
+        if K < 1:
+            raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+        if not 1 <= n_best <= K:
+            raise ValueError(f"n_best must be in [1, beam_size={K}], got {n_best}")
+        if max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        was_training = self.training
+        self.eval()
+        try:
+            cfg = self.config
+            eos, start = cfg["eos_token_id"], cfg["decoder_start_token_id"]
+            alpha = float(length_penalty)
+            memory = self.encode(torch.tensor([list(src_ids)], dtype=torch.long))
+            gaps: List[float] = []
+            pool: List[list] = []  # [ids, score, normalized, finished, counter]
+            counter = 0
+
+            def worst_index() -> int:
+                return min(range(len(pool)), key=lambda i: (pool[i][2], -pool[i][4]))
+
+            def offer(ids: List[int], score: float, finished: bool) -> None:
+                nonlocal counter
+                normalized = score / len(ids) ** alpha
+                if len(pool) >= K:
+                    w = worst_index()
+                    gaps.append(abs(normalized - pool[w][2]))
+                    if not normalized > pool[w][2]:
+                        return
+                    rest = [e[2] for i, e in enumerate(pool) if i != w]
+                    if rest:  # which entry is evicted is a decision too
+                        gaps.append(abs(min(rest) - pool[w][2]))
+                    del pool[w]
+                pool.append([ids, score, normalized, finished, counter])
+                counter += 1
+
+            live: List[Tuple[List[int], float]] = [([], 0.0)]
+            while True:
+                L = len(live[0][0])
+                tgt = torch.tensor([[start] + prefix for prefix, _ in live], dtype=torch.long)
+                logits = self.decode(memory.expand(len(live), -1, -1), None, tgt)[:, -1]
+                lp = torch.log_softmax(logits.to(torch.float64), dim=-1)
+                if L + 1 < min_length:
+                    lp[:, eos] = -math.inf
+                V = lp.shape[-1]
+                scores = torch.tensor([s for _, s in live], dtype=torch.float64)
+                totals = (scores[:, None] + lp).flatten().numpy()
+                if np.isnan(totals).any():
+                    raise FloatingPointError("NaN log-probabilities in beam search")
+                keep = np.flatnonzero(totals != -np.inf)
+                order = keep[np.lexsort((keep, -totals[keep]))]  # total desc, then b, v
+                head = totals[order[: 2 * K + 1]]
+                gaps.extend(np.abs(np.diff(head)).tolist())
+                new_live: List[Tuple[List[int], float]] = []
+                for r, flat in enumerate(order[: 2 * K].tolist()):
+                    b, v = divmod(flat, V)
+                    total = float(totals[flat])
+                    if v == eos:
+                        if r < K:
+                            offer(live[b][0] + [eos], total, True)
+                        continue
+                    new_live.append((live[b][0] + [v], total))
+                    if len(new_live) == K:
+                        break
+                live = new_live
+                if not live:
+                    break
+                L = len(live[0][0])
+                if L == max_length:
+                    for prefix, score in live:
+                        offer(prefix, score, False)
+                    break
+                if len(pool) == K:
+                    bound = max(s for _, s in live) / L ** alpha
+                    worst = pool[worst_index()][2]
+                    gaps.append(abs(bound - worst))
+                    if bound <= worst:
+                        break
+            ranked = sorted(pool, key=lambda e: (-e[2], e[4]))
+            head = [e[2] for e in ranked[: n_best + 1]]
+            gaps.extend(abs(x - y) for x, y in zip(head, head[1:]))
+            hypotheses = [{"ids": list(e[0]), "score": e[1], "normalized_score": e[2],
+                           "finished": e[3]} for e in ranked[:n_best]]
+            return hypotheses, min(gaps, default=math.inf)
         finally:
             self.train(was_training)
 
