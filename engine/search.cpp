@@ -31,6 +31,11 @@ Index longest(std::span<const std::vector<int>> sequences) {
   return most;
 }
 
+// One sequence as a batch of one, for the single-source conveniences.
+std::vector<std::vector<int>> batch_of_one(std::span<const int> ids) {
+  return {std::vector<int>(ids.begin(), ids.end())};
+}
+
 // A candidate extension during a beam step.
 struct Candidate {
   double total;  // the beam's score + this token's log-prob
@@ -297,8 +302,7 @@ EncoderOutput encode_batch(const Transformer& model, std::span<const std::vector
 }
 
 Matrix encode(const Transformer& model, std::span<const int> source) {
-  const std::vector<std::vector<int>> one{std::vector<int>(source.begin(), source.end())};
-  EncoderOutput out = encode_batch(model, one);
+  EncoderOutput out = encode_batch(model, batch_of_one(source));
   return std::move(out.states);
 }
 
@@ -335,8 +339,7 @@ std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const
 }
 
 std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> source, const DecodingOptions& options) {
-  const std::vector<std::vector<int>> one{std::vector<int>(source.begin(), source.end())};
-  DecodeResult result = std::move(decode_batch(model, one, options).front());
+  DecodeResult result = std::move(decode_batch(model, batch_of_one(source), options).front());
   if (!result.ok()) throw Error(result.error);
   return std::move(result.hypotheses);
 }
@@ -403,9 +406,7 @@ std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const s
 }
 
 std::vector<float> score_target(const Transformer& model, std::span<const int> source, std::span<const int> target) {
-  const std::vector<std::vector<int>> sources{std::vector<int>(source.begin(), source.end())};
-  const std::vector<std::vector<int>> targets{std::vector<int>(target.begin(), target.end())};
-  ScoreResult result = std::move(score_batch(model, sources, targets).front());
+  ScoreResult result = std::move(score_batch(model, batch_of_one(source), batch_of_one(target)).front());
   if (!result.ok()) throw Error(result.error);
   return std::move(result.token_logprobs);
 }

@@ -33,61 +33,54 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
 }
 
+namespace {
+
+// Field name (as DecodingOptions/TranslatorOptions spell it) -> its flag, filled by
+// add_translator_options as it adds each flag: the one place a flag is named.
+std::map<std::string, std::string>& flag_of_field() {
+  static std::map<std::string, std::string> flags;
+  return flags;
+}
+
+}  // namespace
+
 void add_translator_options(CLI::App& command, TranslatorOptions& options) {
   DecodingOptions& d = options.decoding;
+  const auto add = [&](const char* flag, const char* field, auto& value, const char* help, const char* group) {
+    flag_of_field()[field] = flag;
+    command.add_option(flag, value, help)->capture_default_str()->group(group);
+  };
   const char* search = "Search";
   const char* sampling = "Sampling (--sample)";
   const char* output = "Output constraints";
-  command.add_option("--beam", d.beam_size, "Beam size: hypotheses kept per sentence (1: greedy)")
-      ->capture_default_str()->group(search);
-  command.add_option("--n-best", d.n_best, "Print the N best hypotheses, each with its score (N <= --beam)")
-      ->capture_default_str()->group(search);
-  command.add_option("--length-penalty", d.length_penalty,
-                     "Rank hypotheses by score / length^A, length counting eos (0: plain sum)")
-      ->capture_default_str()->group(search);
-  command.add_option("--batch-size", options.batch_size,
-                     "Sentences decoded together; stdin is read and answered a batch at a time")
-      ->capture_default_str()->group(search);
+  add("--beam", "beam_size", d.beam_size, "Beam size: hypotheses kept per sentence (1: greedy)", search);
+  add("--n-best", "n_best", d.n_best, "Print the N best hypotheses, each with its score (N <= --beam)", search);
+  add("--length-penalty", "length_penalty", d.length_penalty,
+      "Rank hypotheses by score / length^A, length counting eos (0: plain sum)", search);
+  add("--batch-size", "batch_size", options.batch_size,
+      "Sentences decoded together; stdin is read and answered a batch at a time", search);
+  flag_of_field()["sample"] = "--sample";
   command.add_flag("--sample", d.sample, "Draw tokens from the model's distribution instead of searching")
       ->group(sampling);
-  command.add_option("--temperature", d.temperature, "Sample from softmax(logits / T), T > 0")
-      ->capture_default_str()->group(sampling);
-  command.add_option("--top-k", d.top_k, "Sample among the K most likely tokens (0: all)")
-      ->capture_default_str()->group(sampling);
-  command.add_option("--top-p", d.top_p, "Sample among the likeliest tokens holding P of the mass, 0 < P <= 1")
-      ->capture_default_str()->group(sampling);
-  command.add_option("--seed", d.seed, "Sampling seed: same seed, same output (sentence i draws from (seed, i))")
-      ->capture_default_str()->group(sampling);
-  command.add_option("--max-length", d.max_length, "Most target tokens, eos included (0: 2 x source length + 10)")
-      ->capture_default_str()->group(output);
-  command.add_option("--min-length", d.min_length, "Fewest target tokens, eos included (eos is banned before)")
-      ->capture_default_str()->group(output);
-  command.add_option("--no-repeat-ngram-size", d.no_repeat_ngram_size,
-                     "Never repeat an n-gram of this size in the output (0: off)")
-      ->capture_default_str()->group(output);
-  command.add_option("--repetition-penalty", d.repetition_penalty,
-                     "Penalize tokens already in the output: logit / R if positive, x R if negative (1: off)")
-      ->capture_default_str()->group(output);
+  add("--temperature", "temperature", d.temperature, "Sample from softmax(logits / T), T > 0", sampling);
+  add("--top-k", "top_k", d.top_k, "Sample among the K most likely tokens (0: all)", sampling);
+  add("--top-p", "top_p", d.top_p, "Sample among the likeliest tokens holding P of the mass, 0 < P <= 1", sampling);
+  add("--seed", "seed", d.seed, "Sampling seed: same seed, same output (sentence i draws from (seed, i))", sampling);
+  add("--max-length", "max_length", d.max_length, "Most target tokens, eos included (0: 2 x source length + 10)",
+      output);
+  add("--min-length", "min_length", d.min_length, "Fewest target tokens, eos included (eos is banned before)",
+      output);
+  add("--no-repeat-ngram-size", "no_repeat_ngram_size", d.no_repeat_ngram_size,
+      "Never repeat an n-gram of this size in the output (0: off)", output);
+  add("--repetition-penalty", "repetition_penalty", d.repetition_penalty,
+      "Penalize tokens already in the output: logit / R if positive, x R if negative (1: off)", output);
 }
 
 void validate_flags(const TranslatorOptions& options) {
-  static const std::map<std::string, std::string> flags = {
-      {"beam_size", "--beam"},
-      {"n_best", "--n-best"},
-      {"length_penalty", "--length-penalty"},
-      {"batch_size", "--batch-size"},
-      {"sample", "--sample"},
-      {"temperature", "--temperature"},
-      {"top_k", "--top-k"},
-      {"top_p", "--top-p"},
-      {"seed", "--seed"},
-      {"max_length", "--max-length"},
-      {"min_length", "--min-length"},
-      {"no_repeat_ngram_size", "--no-repeat-ngram-size"},
-      {"repetition_penalty", "--repetition-penalty"}};
   try {
     options.validate();
   } catch (const OptionError& e) {
+    const auto& flags = flag_of_field();
     const auto flag = flags.find(e.field());
     throw CLI::ValidationError(flag != flags.end() ? flag->second : e.field(), e.problem());
   }
