@@ -50,13 +50,71 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.token < b.token;
 }
 
+}  // namespace
+
+struct DecodeWorkspace::Buffers {
+  // Encoding.
+  std::vector<int> padded_ids;  // [B*L]
+  EncoderWorkspace encoder;
+  EncoderOutput memory;
+  // Decoding.
+  DecoderState state;
+  Matrix logits;
+  std::vector<Index> source_of;
+  // Search, per live sequence: score, and [slots, max_steps] histories of ids and
+  // log-probs; this step's survivors (parent, new token, its log-prob); candidates.
+  std::vector<double> scores, next_scores;
+  std::vector<int> ids, next_ids;
+  std::vector<float> logprobs, next_logprobs;
+  std::vector<Index> parents;
+  std::vector<int> tokens, next_tokens;
+  std::vector<float> next_logprob;
+  std::vector<Candidate> candidates;
+  std::vector<int> order;  // [V] scratch
+};
+
+DecodeWorkspace::DecodeWorkspace() : buffers_(std::make_unique<Buffers>()) {}
+DecodeWorkspace::~DecodeWorkspace() = default;
+DecodeWorkspace::DecodeWorkspace(DecodeWorkspace&&) noexcept = default;
+DecodeWorkspace& DecodeWorkspace::operator=(DecodeWorkspace&&) noexcept = default;
+
+namespace {
+
+// The encoder output of a batch of checked sources, padded to the longest, into
+// `buffers.memory`.
+void encode_into(const Transformer& model, std::span<const std::vector<int>> sources,
+                 DecodeWorkspace::Buffers& buffers) {
+  EncoderOutput& out = buffers.memory;
+  const Index count = static_cast<Index>(sources.size());
+  out.rows_per_source = longest(sources);
+  out.lengths.clear();
+  // Padding rows hold the pad id: a valid id, whose rows no real token ever reads.
+  buffers.padded_ids.assign(static_cast<std::size_t>(count * out.rows_per_source), model.tokens.pad);
+  for (Index b = 0; b < count; ++b) {
+    const auto& source = sources[static_cast<std::size_t>(b)];
+    check_source(model, source);
+    std::copy(source.begin(), source.end(), buffers.padded_ids.begin() + b * out.rows_per_source);
+    out.lengths.push_back(static_cast<Index>(source.size()));
+  }
+  const std::vector<Index> first_steps(sources.size(), 0);
+  model.encoder.encode(buffers.padded_ids, BatchRows{out.rows_per_source, first_steps, out.lengths},
+                       buffers.encoder, out.states);
+}
+
+// Opens one live sequence per source, each reading its own memory.
+void start_decoder(const Transformer& model, DecodeWorkspace::Buffers& buffers, Index max_sequences, Index max_steps) {
+  buffers.source_of.resize(static_cast<std::size_t>(buffers.memory.sources()));
+  std::iota(buffers.source_of.begin(), buffers.source_of.end(), Index{0});
+  model.decoder.start(buffers.state, buffers.memory, buffers.source_of, max_sequences, max_steps);
+}
+
 // One decode_batch call: the live sequences of every source, their histories, and the
 // finished pools. Live sequences are kept grouped by source, in beam rank order.
 class BatchSearch {
  public:
   BatchSearch(const Transformer& model, const DecodingOptions& options,
               std::span<const std::vector<int>> sources, std::span<const Index> max_lengths,
-              std::span<const std::uint64_t> streams)
+              std::span<const std::uint64_t> streams, DecodeWorkspace::Buffers& buffers)
       : model_(model),
         options_(options),
         beam_(options.beam_size),
@@ -64,12 +122,25 @@ class BatchSearch {
         max_steps_(*std::max_element(max_lengths.begin(), max_lengths.end())),
         processor_(options, model.tokens.eos, model.decoder.vocab_size()),
         sampler_(options, model.decoder.vocab_size()),
-        results_(sources.size()) {
+        results_(sources.size()),
+        state_(buffers.state),
+        logits_(buffers.logits),
+        scores_(buffers.scores),
+        next_scores_(buffers.next_scores),
+        ids_(buffers.ids),
+        next_ids_(buffers.next_ids),
+        logprobs_(buffers.logprobs),
+        next_logprobs_(buffers.next_logprobs),
+        parents_(buffers.parents),
+        tokens_(buffers.tokens),
+        next_tokens_(buffers.next_tokens),
+        next_logprob_(buffers.next_logprob),
+        candidates_(buffers.candidates),
+        order_(buffers.order) {
     const Index count = static_cast<Index>(sources.size());
     const Index slots = count * beam_;
-    std::vector<Index> source_of(sources.size());
-    std::iota(source_of.begin(), source_of.end(), Index{0});
-    model.decoder.start(state_, encode_batch(model, sources), source_of, slots, max_steps_);
+    encode_into(model, sources, buffers);
+    start_decoder(model, buffers, slots, max_steps_);
     for (Index b = 0; b < count; ++b) {
       pools_.emplace_back(beam_, options.length_penalty);
       randoms_.emplace_back(options.seed, streams[static_cast<std::size_t>(b)]);
@@ -80,10 +151,9 @@ class BatchSearch {
     next_ids_.resize(history);
     logprobs_.resize(history);
     next_logprobs_.resize(history);
-    next_scores_.reserve(static_cast<std::size_t>(slots));
+    for (auto* v : {&scores_, &next_scores_}) v->reserve(static_cast<std::size_t>(slots));
+    for (auto* v : {&tokens_, &next_tokens_}) v->reserve(static_cast<std::size_t>(slots));
     parents_.reserve(static_cast<std::size_t>(slots));
-    tokens_.reserve(static_cast<std::size_t>(slots));
-    next_tokens_.reserve(static_cast<std::size_t>(slots));
     next_logprob_.reserve(static_cast<std::size_t>(slots));
     const Index per_beam = std::min<Index>(2 * beam_, model.decoder.vocab_size());
     candidates_.reserve(static_cast<std::size_t>(beam_ * per_beam));
@@ -255,21 +325,24 @@ class BatchSearch {
   Index max_steps_;
   LogitsProcessor processor_;
   Sampler sampler_;
-  DecoderState state_;
-  Matrix logits_;
   std::vector<FinishedPool> pools_;      // per source
   std::vector<SequenceRandom> randoms_;  // per source (sampling has one sequence each)
   std::vector<DecodeResult> results_;
-  // Per live sequence: score, and [slots, max_steps] histories of ids and log-probs.
-  std::vector<double> scores_, next_scores_;
-  std::vector<int> ids_, next_ids_;
-  std::vector<float> logprobs_, next_logprobs_;
-  // This step's survivors: parent live sequence, new token and its log-prob.
-  std::vector<Index> parents_;
-  std::vector<int> tokens_, next_tokens_;
-  std::vector<float> next_logprob_;
-  std::vector<Candidate> candidates_;
-  std::vector<int> order_;  // [V] scratch
+  // The workspace's buffers (see DecodeWorkspace::Buffers).
+  DecoderState& state_;
+  Matrix& logits_;
+  std::vector<double>& scores_;
+  std::vector<double>& next_scores_;
+  std::vector<int>& ids_;
+  std::vector<int>& next_ids_;
+  std::vector<float>& logprobs_;
+  std::vector<float>& next_logprobs_;
+  std::vector<Index>& parents_;
+  std::vector<int>& tokens_;
+  std::vector<int>& next_tokens_;
+  std::vector<float>& next_logprob_;
+  std::vector<Candidate>& candidates_;
+  std::vector<int>& order_;
 };
 
 }  // namespace
@@ -283,22 +356,9 @@ void check_source(const Transformer& model, std::span<const int> source) {
 }
 
 EncoderOutput encode_batch(const Transformer& model, std::span<const std::vector<int>> sources) {
-  EncoderOutput out;
-  const Index count = static_cast<Index>(sources.size());
-  out.rows_per_source = longest(sources);
-  out.lengths.reserve(sources.size());
-  // Padding rows hold the pad id: a valid id, whose rows no real token ever reads.
-  std::vector<int> ids(static_cast<std::size_t>(count * out.rows_per_source), model.tokens.pad);
-  for (Index b = 0; b < count; ++b) {
-    const auto& source = sources[static_cast<std::size_t>(b)];
-    check_source(model, source);
-    std::copy(source.begin(), source.end(), ids.begin() + b * out.rows_per_source);
-    out.lengths.push_back(static_cast<Index>(source.size()));
-  }
-  const std::vector<Index> first_steps(sources.size(), 0);
-  EncoderWorkspace workspace;
-  model.encoder.encode(ids, BatchRows{out.rows_per_source, first_steps, out.lengths}, workspace, out.states);
-  return out;
+  DecodeWorkspace workspace;
+  encode_into(model, sources, workspace.buffers());
+  return std::move(workspace.buffers().memory);
 }
 
 Matrix encode(const Transformer& model, std::span<const int> source) {
@@ -308,6 +368,13 @@ Matrix encode(const Transformer& model, std::span<const int> source) {
 
 std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                        const DecodingOptions& options, std::span<const std::uint64_t> streams) {
+  DecodeWorkspace workspace;
+  return decode_batch(model, sources, options, streams, workspace);
+}
+
+std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const std::vector<int>> sources,
+                                       const DecodingOptions& options, std::span<const std::uint64_t> streams,
+                                       DecodeWorkspace& workspace) {
   options.validate();
   if (!streams.empty() && streams.size() != sources.size())
     throw Error("decode_batch", std::to_string(streams.size()) + " sampling streams for " +
@@ -333,7 +400,7 @@ std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const
     origin.push_back(i);
   }
   if (valid.empty()) return results;
-  std::vector<DecodeResult> decoded = BatchSearch(model, options, valid, max_lengths, valid_streams).run();
+  std::vector<DecodeResult> decoded = BatchSearch(model, options, valid, max_lengths, valid_streams, workspace.buffers()).run();
   for (std::size_t v = 0; v < valid.size(); ++v) results[origin[v]] = std::move(decoded[v]);
   return results;
 }
@@ -346,6 +413,12 @@ std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> so
 
 std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets) {
+  DecodeWorkspace workspace;
+  return score_batch(model, sources, targets, workspace);
+}
+
+std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
+                                     std::span<const std::vector<int>> targets, DecodeWorkspace& workspace) {
   if (sources.size() != targets.size())
     throw Error("score_batch", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
   std::vector<ScoreResult> results(sources.size());
@@ -378,12 +451,11 @@ std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const s
     std::copy(target.begin(), target.end() - 1, inputs.begin() + b * width + 1);
     lengths.push_back(static_cast<Index>(target.size()));
   }
-  std::vector<Index> source_of(static_cast<std::size_t>(count));
-  std::iota(source_of.begin(), source_of.end(), Index{0});
-  DecoderState state;
-  model.decoder.start(state, encode_batch(model, valid_sources), source_of, count, width);
-  Matrix logits;
-  model.decoder.feed(state, inputs, width, lengths, logits);
+  DecodeWorkspace::Buffers& buffers = workspace.buffers();
+  encode_into(model, valid_sources, buffers);
+  start_decoder(model, buffers, count, width);
+  Matrix& logits = buffers.logits;
+  model.decoder.feed(buffers.state, inputs, width, lengths, logits);
 
   for (Index b = 0; b < count; ++b) {
     const auto& target = valid_targets[static_cast<std::size_t>(b)];

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,26 @@ struct DecodeResult {
   bool ok() const { return error.empty(); }
 };
 
+// The buffers a decode or a scoring pass needs: encoder output and scratch, the decoder
+// state with its KV caches, logits and the search's histories. Each call sizes them for
+// its batch and leaves them for the next, so a stream of batches reuses the same memory
+// instead of asking the allocator (and the kernel, for fresh pages) every time. A
+// workspace grows to the largest batch it has served and keeps that size. Use one per
+// thread at a time; ordo::Translator keeps a small pool of them.
+class DecodeWorkspace {
+ public:
+  DecodeWorkspace();
+  ~DecodeWorkspace();
+  DecodeWorkspace(DecodeWorkspace&&) noexcept;
+  DecodeWorkspace& operator=(DecodeWorkspace&&) noexcept;
+
+  struct Buffers;  // defined where it is used (search.cpp)
+  Buffers& buffers() { return *buffers_; }
+
+ private:
+  std::unique_ptr<Buffers> buffers_;
+};
+
 // Throws Error unless `source` is a valid encoder input: non-empty, ids within the
 // vocabulary, within ordo's and the positions' length limits.
 void check_source(const Transformer& model, std::span<const int> source);
@@ -63,6 +84,12 @@ std::vector<DecodeResult> decode_batch(const Transformer& model,
                                        std::span<const std::vector<int>> sources,
                                        const DecodingOptions& options,
                                        std::span<const std::uint64_t> streams = {});
+// The same, reusing `workspace`'s buffers.
+std::vector<DecodeResult> decode_batch(const Transformer& model,
+                                       std::span<const std::vector<int>> sources,
+                                       const DecodingOptions& options,
+                                       std::span<const std::uint64_t> streams,
+                                       DecodeWorkspace& workspace);
 
 // One source; throws Error when it cannot be decoded.
 std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> source,
@@ -82,6 +109,11 @@ struct ScoreResult {
 std::vector<ScoreResult> score_batch(const Transformer& model,
                                      std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets);
+// The same, reusing `workspace`'s buffers.
+std::vector<ScoreResult> score_batch(const Transformer& model,
+                                     std::span<const std::vector<int>> sources,
+                                     std::span<const std::vector<int>> targets,
+                                     DecodeWorkspace& workspace);
 
 // One pair; throws Error when it cannot be scored.
 std::vector<float> score_target(const Transformer& model, std::span<const int> source,

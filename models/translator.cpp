@@ -87,6 +87,7 @@ std::vector<Translation> Translator::decode_all(std::vector<Translation> request
   });
   const Transformer& transformer = model_->transformer();
   const auto batch = static_cast<std::size_t>(options_.batch_size);
+  WorkspacePool::Lease workspace = workspaces_->borrow();
   for (std::size_t first = 0; first < order.size(); first += batch) {
     const std::size_t count = std::min(batch, order.size() - first);
     std::vector<std::vector<int>> sources;
@@ -95,7 +96,7 @@ std::vector<Translation> Translator::decode_all(std::vector<Translation> request
       sources.push_back(requests[order[k]].source_ids);
       streams.push_back(first_stream + order[k]);
     }
-    std::vector<DecodeResult> decoded = decode_batch(transformer, sources, options_.decoding, streams);
+    std::vector<DecodeResult> decoded = decode_batch(transformer, sources, options_.decoding, streams, *workspace);
     for (std::size_t k = 0; k < count; ++k) {
       Translation& r = requests[order[first + k]];
       DecodeResult& d = decoded[k];
@@ -135,10 +136,11 @@ std::vector<Scored> Translator::score_ids_batch(std::span<const std::vector<int>
     throw Error("score", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
   std::vector<Scored> results(targets.size());
   const auto batch = static_cast<std::size_t>(options_.batch_size);
+  WorkspacePool::Lease workspace = workspaces_->borrow();
   for (std::size_t first = 0; first < sources.size(); first += batch) {
     const std::size_t count = std::min(batch, sources.size() - first);
-    std::vector<ScoreResult> scored =
-        score_batch(model_->transformer(), sources.subspan(first, count), targets.subspan(first, count));
+    std::vector<ScoreResult> scored = score_batch(model_->transformer(), sources.subspan(first, count),
+                                                  targets.subspan(first, count), *workspace);
     for (std::size_t k = 0; k < count; ++k) {
       Scored& r = results[first + k];
       r.target_ids = targets[first + k];

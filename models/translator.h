@@ -10,8 +10,9 @@
 //   for (const auto& h : t.hypotheses) std::cout << h.text << ' ' << h.score << '\n';
 //
 // Tokenize -> decode -> detokenize lives here and nowhere else: the CLI commands and the
-// tests all come through this class. A Translator is immutable and cheap; calls from
-// several threads are safe (each builds its own decoding state).
+// tests all come through this class. A Translator's options and model never change;
+// calls from several threads are safe: each borrows its own decoding buffers from the
+// translator's pool (copies of a Translator share the pool).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "engine/search.h"
+#include "engine/workspace_pool.h"
 #include "models/model.h"
 
 namespace ordo {
@@ -101,6 +103,7 @@ class Translator {
 
   std::shared_ptr<const Model> model_;
   TranslatorOptions options_;
+  std::shared_ptr<WorkspacePool> workspaces_ = std::make_shared<WorkspacePool>();
 };
 
 }  // namespace ordo

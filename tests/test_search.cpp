@@ -635,6 +635,66 @@ TEST(BatchedSearch, EachPairScoresAsItWouldAlone) {
   }
 }
 
+// A workspace carried from call to call gives, bit for bit, what a fresh one gives:
+// nothing left in its buffers by a larger batch, a wider beam, sampling or scoring
+// leaks into the next call. The calls alternate shapes (the workspace grows, then
+// serves smaller batches from larger buffers, then grows again). Oracle: the same call
+// with its own new workspace; exact equality, as both run the same arithmetic.
+TEST(BatchedSearch, AReusedWorkspaceGivesWhatAFreshOneGives) {
+  const auto model = random_model(with(tiny_config(), {{"max_position_embeddings", 64}}), 10);
+  const Transformer& t = model->transformer();
+  const auto sources = spread_sources(t);
+  const std::vector<std::vector<int>> few(sources.begin(), sources.begin() + 3);
+  const std::vector<std::vector<int>> targets(sources.rbegin(), sources.rend());
+  DecodingOptions sampled = beam_options(1, 1, 1.0, 20);
+  sampled.sample = true;
+  sampled.seed = 5;
+
+  DecodeWorkspace reused;
+  const auto same_decode = [&](std::span<const std::vector<int>> batch, const DecodingOptions& options) {
+    const auto got = decode_batch(t, batch, options, {}, reused);
+    const auto fresh = decode_batch(t, batch, options);
+    ASSERT_EQ(got.size(), fresh.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].hypotheses.size(), fresh[i].hypotheses.size()) << "source " << i;
+      for (std::size_t h = 0; h < got[i].hypotheses.size(); ++h) {
+        EXPECT_EQ(got[i].hypotheses[h].ids, fresh[i].hypotheses[h].ids) << "source " << i;
+        EXPECT_EQ(got[i].hypotheses[h].token_logprobs, fresh[i].hypotheses[h].token_logprobs) << "source " << i;
+      }
+    }
+  };
+  const auto same_scores = [&](std::span<const std::vector<int>> batch, std::span<const std::vector<int>> wanted) {
+    const auto got = score_batch(t, batch, wanted, reused);
+    const auto fresh = score_batch(t, batch, wanted);
+    ASSERT_EQ(got.size(), fresh.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].token_logprobs, fresh[i].token_logprobs) << "pair " << i;
+  };
+  {
+    SCOPED_TRACE("12 sources, beam 4");
+    same_decode(sources, beam_options(4, 2, 1.0, 20));
+  }
+  {
+    SCOPED_TRACE("3 sources, greedy");
+    same_decode(few, beam_options(1, 1, 1.0, 0));
+  }
+  {
+    SCOPED_TRACE("12 pairs scored");
+    same_scores(sources, targets);
+  }
+  {
+    SCOPED_TRACE("3 sources sampled");
+    same_decode(few, sampled);
+  }
+  {
+    SCOPED_TRACE("12 sources, beam 5, longer outputs");
+    same_decode(sources, beam_options(5, 5, 0.5, 24));
+  }
+  {
+    SCOPED_TRACE("3 pairs scored");
+    same_scores(few, std::span(targets).first(3));
+  }
+}
+
 // One source that cannot be decoded (empty, an id outside the vocabulary, longer than
 // the learned positions) gets an error of its own; the others decode as they would
 // alone. Oracle: decode() of each good source; tolerance 1e-4 as above.
