@@ -1,6 +1,7 @@
 #include "engine/decoder.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "engine/error.h"
@@ -62,13 +63,18 @@ void DecoderState::reorder(std::span<const Index> parents) {
 }
 
 Decoder::Decoder(Embedding embedding, std::vector<DecoderLayer> layers,
-                 std::optional<LayerNormWeights> final_norm, NormPlacement placement,
+                 std::optional<NormWeights> final_norm, NormPlacement placement,
                  Linear output_projection)
     : embedding_(std::move(embedding)),
       layers_(std::move(layers)),
       final_norm_(std::move(final_norm)),
       placement_(placement),
-      output_(std::move(output_projection)) {}
+      output_(std::move(output_projection)) {
+  for (const DecoderLayer& layer : layers_)
+    if (layer.cross_attention.has_value() != has_cross_attention())
+      throw Error("decoder", "some layers have cross-attention and some do not",
+                  "every layer of an encoder-decoder model attends to the encoder");
+}
 
 void Decoder::check_length(Index length) const {
   if (length > max_steps())
@@ -81,31 +87,53 @@ void Decoder::check_length(Index length) const {
 
 void Decoder::start(DecoderState& state, const EncoderOutput& memory,
                     std::span<const Index> source_of, Index max_sequences, Index max_steps) const {
+  if (!has_cross_attention())
+    throw Error("decoder", "was given an encoder output, but this model is decoder-only",
+                "start it without memory");
+  open(state, &memory, source_of, max_sequences, max_steps);
+}
+
+void Decoder::start(DecoderState& state, std::span<const Index> source_of, Index max_sequences,
+                    Index max_steps) const {
+  if (has_cross_attention())
+    throw Error("decoder", "needs the encoder output of its sources (this is an encoder-decoder model)",
+                "encode the sources first");
+  open(state, nullptr, source_of, max_sequences, max_steps);
+}
+
+void Decoder::open(DecoderState& state, const EncoderOutput* memory, std::span<const Index> source_of,
+                   Index max_sequences, Index max_steps) const {
   check_length(max_steps);
   const Index sequences = static_cast<Index>(source_of.size());
   if (sequences == 0 || max_sequences < sequences)
     throw Error("decoder", "room for " + std::to_string(max_sequences) + " sequences asked for " +
                                std::to_string(sequences) + " starting ones");
+  const Index sources = memory != nullptr ? memory->sources() : std::numeric_limits<Index>::max();
   for (const Index source : source_of)
-    if (source < 0 || source >= memory.sources())
+    if (source < 0 || source >= sources)
       throw Error("decoder", "source " + std::to_string(source) + " is not one of the " +
-                                 std::to_string(memory.sources()) + " encoded sources");
-  if (memory.states.rows() != memory.sources() * memory.rows_per_source || memory.states.cols() != dim())
-    throw Error("decoder", "encoder output [" + std::to_string(memory.states.rows()) + ", " +
-                               std::to_string(memory.states.cols()) + "] does not hold " +
-                               std::to_string(memory.sources()) + " sources of " +
-                               std::to_string(memory.rows_per_source) + " rows x " + std::to_string(dim()));
+                                 std::to_string(sources) + " encoded sources");
+  if (memory != nullptr &&
+      (memory->states.rows() != memory->sources() * memory->rows_per_source || memory->states.cols() != dim()))
+    throw Error("decoder", "encoder output [" + std::to_string(memory->states.rows()) + ", " +
+                               std::to_string(memory->states.cols()) + "] does not hold " +
+                               std::to_string(memory->sources()) + " sources of " +
+                               std::to_string(memory->rows_per_source) + " rows x " + std::to_string(dim()));
 
   const auto layers = layers_.size();
   state.self_attention_.resize(layers);
-  state.cross_attention_.resize(layers);
+  state.cross_attention_.resize(memory != nullptr ? layers : 0);
   for (std::size_t i = 0; i < layers; ++i) {
     state.self_attention_[i].reset(max_sequences, max_steps, layers_[i].self_attention.kv_dim());
-    state.cross_attention_[i].reset(memory.sources(), memory.rows_per_source,
-                                    layers_[i].cross_attention.kv_dim());
-    layers_[i].cross_attention.project_memory(memory.states, state.cross_attention_[i]);
+    if (memory == nullptr) continue;
+    const MultiHeadAttention& cross = layers_[i].cross_attention->attention;
+    state.cross_attention_[i].reset(memory->sources(), memory->rows_per_source, cross.kv_dim());
+    cross.project_memory(memory->states, state.cross_attention_[i]);
   }
-  state.memory_lengths_ = memory.lengths;
+  if (memory != nullptr)
+    state.memory_lengths_ = memory->lengths;
+  else
+    state.memory_lengths_.clear();
   state.slot_of_.reserve(static_cast<std::size_t>(max_sequences));
   state.slot_of_.clear();
   for (Index s = 0; s < sequences; ++s) state.slot_of_.push_back(s);
@@ -120,18 +148,18 @@ void Decoder::start(DecoderState& state, const EncoderOutput& memory,
   // Reserve the largest shapes a step() needs (one row per sequence): the step loop
   // then never allocates. feed() with many rows per sequence may grow them further.
   const Index rows = max_sequences;
-  Index widest_ffn = 0, widest_kv = 0;
+  Index widest_query = 0, widest_kv = 0;
   for (const DecoderLayer& layer : layers_) {
-    widest_ffn = std::max(widest_ffn, layer.feed_forward.hidden_dim());
-    widest_kv = std::max({widest_kv, layer.self_attention.kv_dim()});
+    layer.feed_forward.reserve(state.feed_forward_, rows);
+    widest_query = std::max(widest_query, layer.self_attention.model_dim());
+    widest_kv = std::max(widest_kv, layer.self_attention.kv_dim());
+    if (layer.cross_attention) widest_query = std::max(widest_query, layer.cross_attention->attention.model_dim());
   }
-  for (Matrix* m : {&state.hidden_, &state.residual_.normed, &state.residual_.delta,
-                    &state.attention_.queries, &state.attention_.context})
-    m->reserve(rows * dim());
+  for (Matrix* m : {&state.hidden_, &state.residual_.normed, &state.residual_.delta}) m->reserve(rows * dim());
+  for (Matrix* m : {&state.attention_.queries, &state.attention_.context}) m->reserve(rows * widest_query);
   state.attention_.keys.reserve(rows * widest_kv);
   state.attention_.values.reserve(rows * widest_kv);
-  state.attention_.scores.reserve(std::max(max_steps, memory.rows_per_source));
-  state.ffn_hidden_.reserve(rows * widest_ffn);
+  state.attention_.scores.reserve(std::max(max_steps, memory != nullptr ? memory->rows_per_source : 0));
   state.capacity_ = max_steps;
 }
 
@@ -140,7 +168,7 @@ void Decoder::step(DecoderState& state, std::span<const int> tokens, Matrix& log
 }
 
 void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_per_sequence,
-                   std::span<const Index> lengths, Matrix& logits) const {
+                   std::span<const Index> lengths, Matrix& logits, Logits which) const {
   const BatchRows rows{rows_per_sequence, state.steps_, lengths};
   check_batch_rows("decoder", rows, static_cast<Index>(tokens.size()));
   for (Index s = 0; s < rows.sequences(); ++s)
@@ -161,19 +189,32 @@ void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_
                      layer.self_attention.cached_self_attention(in, rows, state.self_attention_[i],
                                                                 state.slot_of_, state.attention_, delta);
                    });
-    residual_block(x, layer.cross_attention_norm, placement_, state.residual_,
-                   [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.cross_attention.cross_attention(in, rows, state.cross_attention_[i], memory,
-                                                           state.attention_, delta);
-                   });
+    if (layer.cross_attention)
+      residual_block(x, layer.cross_attention->norm, placement_, state.residual_,
+                     [&](ConstMatrixRef in, MatrixRef delta) {
+                       layer.cross_attention->attention.cross_attention(in, rows, state.cross_attention_[i], memory,
+                                                                        state.attention_, delta);
+                     });
     residual_block(x, layer.final_norm, placement_, state.residual_,
                    [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.feed_forward.forward(in, state.ffn_hidden_, delta);
+                     layer.feed_forward.forward(in, state.feed_forward_, delta);
                    });
   }
-  if (final_norm_) ops::layer_norm(x, *final_norm_, placement_.eps, x);
-  logits.resize(rows.rows(), vocab_size());
-  ops::linear(x, output_, logits);
+  MatrixRef out = x.view();
+  if (which == Logits::LastRow && rows_per_sequence > 1) {
+    // Only the last real row of each sequence predicts anything wanted: normalize and
+    // project those rows alone (the projection is the widest GEMM of the step).
+    state.last_rows_.resize(rows.sequences(), dim());
+    for (Index s = 0; s < rows.sequences(); ++s) {
+      if (rows.length(s) < 1) throw Error("decoder", "sequence " + std::to_string(s) + " was fed no token");
+      const auto last = x.row(s * rows_per_sequence + rows.length(s) - 1);
+      std::copy(last.begin(), last.end(), state.last_rows_.row(s).begin());
+    }
+    out = state.last_rows_.view();
+  }
+  if (final_norm_) ops::normalize(out, *final_norm_, placement_.eps, out);
+  logits.resize(out.rows(), vocab_size());
+  ops::linear(out, output_, logits);
   for (Index s = 0; s < rows.sequences(); ++s) state.steps_[static_cast<std::size_t>(s)] += rows.length(s);
 }
 

@@ -2,14 +2,16 @@
 //
 // start() binds a batch of encoded sources: it projects the encoder output into every
 // layer's cross-attention K/V once per source, and opens one sequence per entry of
-// `source_of` (beams of one source share its K/V; nothing is copied per beam). step()
+// `source_of` (beams of one source share its K/V; nothing is copied per beam). A
+// decoder-only model (no cross-attention) starts without memory; source_of then only
+// says which request each sequence serves. step()
 // then feeds one new token to every live sequence and returns their logits; feed()
 // feeds several per sequence (teacher-forced scoring). Each sequence has its own
 // length and so its own positions: sequence s's next token is at step steps(s).
 // reorder() makes the live set follow a beam step: new sequence i continues old
 // sequence parents[i] (and a shorter parents list drops sequences that finished).
 //
-//   tokens [S*T] -> embed -> N x [causal self-attn, cross-attn, feed-forward]
+//   tokens [S*T] -> embed -> N x [causal self-attn, (cross-attn), feed-forward]
 //               -> (pre-norm: final LN) -> logits [S*T, V] = h W^T (+ final_logits_bias)
 #pragma once
 
@@ -26,13 +28,18 @@
 
 namespace ordo {
 
+// Attention over the encoder output, with its norm: encoder-decoder models only.
+struct CrossAttentionBlock {
+  MultiHeadAttention attention;
+  NormWeights norm;
+};
+
 struct DecoderLayer {
   MultiHeadAttention self_attention;
-  LayerNormWeights self_attention_norm;
-  MultiHeadAttention cross_attention;
-  LayerNormWeights cross_attention_norm;
+  NormWeights self_attention_norm;
+  std::optional<CrossAttentionBlock> cross_attention;  // absent in decoder-only models
   FeedForward feed_forward;
-  LayerNormWeights final_norm;
+  NormWeights final_norm;
 };
 
 // Everything a batch needs while decoding: caches and buffers, sized once by
@@ -66,7 +73,7 @@ class DecoderState {
   friend class Decoder;
   std::vector<KeyValueCache> self_attention_;   // per layer: [slots, capacity, width]
   std::vector<KeyValueCache> cross_attention_;  // per layer: [sources, L, width]
-  std::vector<Index> memory_lengths_;           // [sources]
+  std::vector<Index> memory_lengths_;           // [sources]; empty without memory
   // Per live sequence.
   std::vector<Index> slot_of_;
   std::vector<Index> steps_;
@@ -77,7 +84,8 @@ class DecoderState {
   std::vector<std::uint8_t> slot_kept_;  // [slots]
   // Activations.
   Matrix hidden_;
-  Matrix ffn_hidden_;
+  Matrix last_rows_;  // feed(LastRow): each sequence's last real row
+  FeedForwardScratch feed_forward_;
   AttentionScratch attention_;
   ResidualScratch residual_;
   Index capacity_ = 0;
@@ -86,29 +94,42 @@ class DecoderState {
 class Decoder {
  public:
   Decoder(Embedding embedding, std::vector<DecoderLayer> layers,
-          std::optional<LayerNormWeights> final_norm, NormPlacement placement,
+          std::optional<NormWeights> final_norm, NormPlacement placement,
           Linear output_projection);
 
   // Binds the encoder output of a batch and opens one live sequence per entry of
   // source_of (each an index into memory's sources), with room for up to
   // max_sequences live sequences (>= source_of.size(); batch x beam) of up to
   // max_steps tokens each. Throws Error if max_steps exceeds max_steps() or ordo's
-  // length limit.
+  // length limit, or if this decoder has no cross-attention.
   void start(DecoderState& state, const EncoderOutput& memory, std::span<const Index> source_of,
              Index max_sequences, Index max_steps) const;
+  // The same for a decoder-only model: no memory; source_of[s] >= 0 names the request
+  // sequence s serves. Throws Error if this decoder needs an encoder output.
+  void start(DecoderState& state, std::span<const Index> source_of, Index max_sequences,
+             Index max_steps) const;
 
   // Feeds tokens[s] to every live sequence s; logits is resized to [S, V]. Allocates
   // nothing once `logits` has had its size.
   void step(DecoderState& state, std::span<const int> tokens, Matrix& logits) const;
 
+  // Which rows feed() computes logits for.
+  enum class Logits {
+    EveryRow,  // [S*T, V]: every fed token's prediction (teacher-forced scoring)
+    LastRow,   // [S, V]: each sequence's prediction after its last real token (a prompt)
+  };
+
   // Feeds up to T tokens to every live sequence: tokens [S*T], sequence s's first
-  // lengths[s] of them real (the rest padding, ignored); logits [S*T, V].
+  // lengths[s] of them real (the rest padding, ignored; lengths[s] >= 1 for LastRow).
   void feed(DecoderState& state, std::span<const int> tokens, Index rows_per_sequence,
-            std::span<const Index> lengths, Matrix& logits) const;
+            std::span<const Index> lengths, Matrix& logits, Logits which = Logits::EveryRow) const;
 
   Index vocab_size() const { return output_.out_features(); }
   Index dim() const { return embedding_.dim(); }
   Index layer_count() const { return static_cast<Index>(layers_.size()); }
+  // False for a decoder-only model.
+  bool has_cross_attention() const { return !layers_.empty() && layers_.front().cross_attention.has_value(); }
+  const std::vector<DecoderLayer>& layers() const { return layers_; }
   // Longest target the positions allow.
   Index max_steps() const { return embedding_.max_steps(); }
   // Throws Error when a target of `length` tokens is longer than the positions or ordo
@@ -116,9 +137,12 @@ class Decoder {
   void check_length(Index length) const;
 
  private:
+  void open(DecoderState& state, const EncoderOutput* memory, std::span<const Index> source_of,
+            Index max_sequences, Index max_steps) const;
+
   Embedding embedding_;
   std::vector<DecoderLayer> layers_;
-  std::optional<LayerNormWeights> final_norm_;
+  std::optional<NormWeights> final_norm_;
   NormPlacement placement_;
   Linear output_;
 };

@@ -52,19 +52,29 @@ void DecodingOptions::validate() const {
                                     " (sampling draws one hypothesis per source; use beam size 1)");
 }
 
-Index DecodingOptions::resolve_max_length(const Decoder& decoder, Index source_length) const {
+Index DecodingOptions::resolve_max_length(const Decoder& decoder, Index source_length, Index fed) const {
   validate();
-  if (min_length > decoder.max_steps())
-    throw OptionError("min_length", std::to_string(min_length) +
-                                        " is beyond the decoder's learned positions (max_position_embeddings=" +
-                                        std::to_string(decoder.max_steps()) + ")");
-  if (max_length == 0)
-    return std::max(std::min({2 * source_length + 10, decoder.max_steps(), kMaxSequenceLength}), min_length);
-  if (max_length > decoder.max_steps())
-    throw OptionError("max_length", std::to_string(max_length) +
-                                        " is beyond the decoder's learned positions (max_position_embeddings=" +
-                                        std::to_string(decoder.max_steps()) + "); use at most " +
-                                        std::to_string(decoder.max_steps()));
+  // The last generated token is never fed back, so `fed` inputs leave room for
+  // max_steps - fed + 1 outputs.
+  const Index positions = std::min(decoder.max_steps(), kMaxSequenceLength);
+  const Index room = positions - fed + 1;
+  const std::string limit = decoder.max_steps() <= kMaxSequenceLength
+                                ? "the decoder's learned positions (max_position_embeddings=" +
+                                      std::to_string(decoder.max_steps()) + ")"
+                                : "ordo's limit of " + std::to_string(kMaxSequenceLength) + " tokens";
+  if (room < 1)
+    throw Error("decoder", "a prompt of " + std::to_string(fed) + " tokens fills " + limit,
+                "shorten the prompt");
+  const std::string after_prompt = fed > 1 ? " after a prompt of " + std::to_string(fed) + " tokens" : "";
+  if (min_length > room)
+    throw OptionError("min_length", std::to_string(min_length) + " is beyond " + limit + after_prompt);
+  if (max_length == 0) {
+    const Index automatic = source_length > 0 ? 2 * source_length + 10 : kAutomaticGenerationLength;
+    return std::max(std::min(automatic, room), min_length);
+  }
+  if (max_length > room)
+    throw OptionError("max_length", std::to_string(max_length) + " is beyond " + limit + after_prompt +
+                                        "; use at most " + std::to_string(room));
   return max_length;
 }
 

@@ -16,6 +16,9 @@ namespace ordo {
 
 class Decoder;
 
+// max_length 0 when continuing a prompt: at most this many new tokens.
+inline constexpr Index kAutomaticGenerationLength = 128;
+
 struct DecodingOptions {
   // Hypotheses kept per source at every step. 1 is greedy search.
   Index beam_size = 1;
@@ -26,8 +29,9 @@ struct DecodingOptions {
   // longer outputs.
   double length_penalty = 1.0;
 
-  // Most target tokens, eos included. 0: automatic, 2 x source length + 10 (and no
-  // more than a learned-position decoder has positions for).
+  // Most generated tokens, eos included (a prompt or forced prefix does not count).
+  // 0: automatic: 2 x source length + 10 when translating, kAutomaticGenerationLength
+  // when continuing a prompt; never more than the decoder has positions for.
   Index max_length = 0;
   // Fewest target tokens, eos included: eos is impossible before. 0: no minimum.
   Index min_length = 0;
@@ -56,10 +60,12 @@ struct DecodingOptions {
   // another.
   void validate() const;
 
-  // The effective maximum for a source of `source_length` tokens; throws OptionError
-  // when an explicit max_length is beyond what the decoder's positions or ordo allow,
-  // or below min_length.
-  Index resolve_max_length(const Decoder& decoder, Index source_length) const;
+  // The effective maximum for a source of `source_length` tokens (0 for a decoder-only
+  // model) when the decoder reads `fed` tokens before its first prediction
+  // (decoder_start and any forced prefix, or the prompt); throws OptionError when an
+  // explicit max_length is beyond what the decoder's positions or ordo allow, or below
+  // min_length, and Error when the prompt alone fills the positions.
+  Index resolve_max_length(const Decoder& decoder, Index source_length, Index fed = 1) const;
 };
 
 }  // namespace ordo

@@ -4,7 +4,7 @@ namespace ordo {
 
 Embedding::Embedding(TensorView table, float scale,
                      std::shared_ptr<const AdditivePositions> positions,
-                     std::optional<LayerNormWeights> norm, float norm_eps)
+                     std::optional<NormWeights> norm, float norm_eps)
     : table_(std::move(table)),
       scale_(scale),
       positions_(std::move(positions)),
@@ -15,7 +15,7 @@ void Embedding::embed(std::span<const int> ids, const BatchRows& rows, MatrixRef
   ops::gather_rows(table_.matrix(), ids, out);
   if (scale_ != 1.0f) ops::scale(out, scale_);
   positions_->add(out, rows);
-  if (norm_) ops::layer_norm(out, *norm_, norm_eps_, out);
+  if (norm_) ops::normalize(out, *norm_, norm_eps_, out);
 }
 
 }  // namespace ordo

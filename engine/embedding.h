@@ -19,7 +19,7 @@ class Embedding {
  public:
   // table [vocab, d]; scale is sqrt(d) with scale_embedding, else 1.
   Embedding(TensorView table, float scale, std::shared_ptr<const AdditivePositions> positions,
-            std::optional<LayerNormWeights> norm, float norm_eps);
+            std::optional<NormWeights> norm, float norm_eps);
 
   // out [ids.size(), d], rows laid out as `rows` says. An id outside [0, vocab) throws
   // Error.
@@ -37,7 +37,7 @@ class Embedding {
   TensorView table_;
   float scale_;
   std::shared_ptr<const AdditivePositions> positions_;
-  std::optional<LayerNormWeights> norm_;
+  std::optional<NormWeights> norm_;
   float norm_eps_;
 };
 

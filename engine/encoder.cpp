@@ -3,7 +3,7 @@
 namespace ordo {
 
 Encoder::Encoder(Embedding embedding, std::vector<EncoderLayer> layers,
-                 std::optional<LayerNormWeights> final_norm, NormPlacement placement)
+                 std::optional<NormWeights> final_norm, NormPlacement placement)
     : embedding_(std::move(embedding)),
       layers_(std::move(layers)),
       final_norm_(std::move(final_norm)),
@@ -21,10 +21,10 @@ void Encoder::encode(std::span<const int> ids, const BatchRows& rows, EncoderWor
                    });
     residual_block(out, layer.final_norm, placement_, ws.residual,
                    [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.feed_forward.forward(in, ws.ffn_hidden, delta);
+                     layer.feed_forward.forward(in, ws.feed_forward, delta);
                    });
   }
-  if (final_norm_) ops::layer_norm(out, *final_norm_, placement_.eps, out);
+  if (final_norm_) ops::normalize(out, *final_norm_, placement_.eps, out);
 }
 
 }  // namespace ordo

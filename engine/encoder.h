@@ -30,22 +30,22 @@ struct EncoderOutput {
 
 struct EncoderLayer {
   MultiHeadAttention self_attention;
-  LayerNormWeights self_attention_norm;
+  NormWeights self_attention_norm;
   FeedForward feed_forward;
-  LayerNormWeights final_norm;
+  NormWeights final_norm;
 };
 
 // Per-call buffers. Reusing one workspace across calls avoids reallocating.
 struct EncoderWorkspace {
   AttentionScratch attention;
   ResidualScratch residual;
-  Matrix ffn_hidden;
+  FeedForwardScratch feed_forward;
 };
 
 class Encoder {
  public:
   Encoder(Embedding embedding, std::vector<EncoderLayer> layers,
-          std::optional<LayerNormWeights> final_norm, NormPlacement placement);
+          std::optional<NormWeights> final_norm, NormPlacement placement);
 
   // ids [B*L], laid out as `rows` says (first steps 0) -> out [B*L, d]. Each source
   // attends over its own rows.length(b) tokens only; its padding rows are computed but
@@ -60,7 +60,7 @@ class Encoder {
  private:
   Embedding embedding_;
   std::vector<EncoderLayer> layers_;
-  std::optional<LayerNormWeights> final_norm_;
+  std::optional<NormWeights> final_norm_;
   NormPlacement placement_;
 };
 

@@ -29,25 +29,26 @@ void ban_repeated_ngrams(std::span<float> row, std::span<const int> generated, I
 
 }  // namespace
 
-LogitsProcessor::LogitsProcessor(const DecodingOptions& options, int eos, Index vocab_size)
+LogitsProcessor::LogitsProcessor(const DecodingOptions& options, std::span<const int> eos_ids, Index vocab_size)
     : repetition_penalty_(options.repetition_penalty),
       min_length_(options.min_length),
       ngram_(options.no_repeat_ngram_size),
-      eos_(eos),
+      eos_(eos_ids.begin(), eos_ids.end()),
       seen_(static_cast<std::size_t>(vocab_size), 0) {}
 
-void LogitsProcessor::process(std::span<float> row, std::span<const int> generated, Index step) {
+void LogitsProcessor::process(std::span<float> row, std::span<const int> context, Index generated) {
+  const Index step = generated;
   if (repetition_penalty_ != 1.0) {
     // Once per distinct token, however often it occurred (as CTRL and Hugging Face).
     const auto penalty = static_cast<float>(repetition_penalty_);
-    for (const int token : generated) {
+    for (const int token : context) {
       auto& seen = seen_[static_cast<std::size_t>(token)];
       if (seen) continue;
       seen = 1;
       float& logit = row[static_cast<std::size_t>(token)];
       logit = logit > 0.0f ? logit / penalty : logit * penalty;
     }
-    for (const int token : generated) seen_[static_cast<std::size_t>(token)] = 0;
+    for (const int token : context) seen_[static_cast<std::size_t>(token)] = 0;
   }
 
   ops::log_softmax_rows(MatrixRef(row.data(), 1, static_cast<Index>(row.size())));
@@ -63,8 +64,9 @@ void LogitsProcessor::process(std::span<float> row, std::span<const int> generat
                 "the model's weights hold -infinity");
 
   // eos may be the min_length-th token at the earliest.
-  if (static_cast<Index>(generated.size()) + 1 < min_length_) row[static_cast<std::size_t>(eos_)] = kImpossible;
-  ban_repeated_ngrams(row, generated, ngram_);
+  if (generated + 1 < min_length_)
+    for (const int eos : eos_) row[static_cast<std::size_t>(eos)] = kImpossible;
+  ban_repeated_ngrams(row, context, ngram_);
 }
 
 }  // namespace ordo

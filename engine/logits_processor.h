@@ -4,9 +4,12 @@
 //   1. repetition penalty (CTRL): the logit of every token already in the output is
 //      divided by R when positive, multiplied by R when negative;
 //   2. log-softmax: these are the token log-probabilities results report;
-//   3. impossible tokens become -inf, without renormalizing the others: eos before
-//      min_length, and any token that would complete an n-gram of
+//   3. impossible tokens become -inf, without renormalizing the others: eos (every eos
+//      id) before min_length, and any token that would complete an n-gram of
 //      no_repeat_ngram_size already in the output.
+//
+// "The output" is the decoder's context after decoder_start: a forced prefix or prompt,
+// then the generated tokens (as Hugging Face's generate() sees its input_ids).
 //
 // A NaN or +inf logit means broken weights and throws Error rather than being decoded
 // into nonsense. Holds scratch: one processor per request, not shared across threads.
@@ -21,17 +24,18 @@ namespace ordo {
 
 class LogitsProcessor {
  public:
-  LogitsProcessor(const DecodingOptions& options, int eos, Index vocab_size);
+  LogitsProcessor(const DecodingOptions& options, std::span<const int> eos_ids, Index vocab_size);
 
-  // row: raw logits [V] -> log-probabilities, in place. `generated` is the output so
-  // far (without decoder_start); `step` is only for messages. Allocates nothing.
-  void process(std::span<float> row, std::span<const int> generated, Index step);
+  // row: raw logits [V] -> log-probabilities, in place. `context` is the output so far
+  // (prefix and generated tokens, without decoder_start), of which the last `generated`
+  // were generated (min_length counts those). Allocates nothing.
+  void process(std::span<float> row, std::span<const int> context, Index generated);
 
  private:
   double repetition_penalty_;
   Index min_length_;
   Index ngram_;
-  int eos_;
+  std::vector<int> eos_;
   std::vector<unsigned char> seen_;  // [V] scratch for the repetition penalty
 };
 

@@ -86,7 +86,7 @@ void matmul_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, flo
   blas::gemm_nn(a, b, c, alpha, beta);
 }
 
-void layer_norm(ConstMatrixRef x, const LayerNormWeights& norm, float eps, MatrixRef y) {
+void layer_norm(ConstMatrixRef x, const NormWeights& norm, float eps, MatrixRef y) {
   const Index d = x.cols();
   check_same_shape("layer_norm", "input", x, "output", y);
   if (norm.weight.empty())
@@ -120,6 +120,31 @@ void layer_norm(ConstMatrixRef x, const LayerNormWeights& norm, float eps, Matri
       for (Index j = 0; j < d; ++j)
         out[j] = static_cast<float>((in[j] - mean) * inv_std * gamma[j]);
     }
+  }
+}
+
+void rms_norm(ConstMatrixRef x, const NormWeights& norm, float eps, MatrixRef y) {
+  const Index d = x.cols();
+  check_same_shape("rms_norm", "input", x, "output", y);
+  if (norm.weight.empty()) throw Error("rms_norm", "no weight bound for input " + shape_of(x));
+  check_vector("rms_norm", "weight", norm.weight, d, "input", x);
+  if (!norm.bias.empty()) throw Error("rms_norm", "was given a bias; RMSNorm has none");
+  if (d == 0) return;
+  const float* gamma = norm.weight.data();
+  for (Index r = 0; r < x.rows(); ++r) {
+    const float* in = x.data() + r * x.stride();
+    float* out = y.data() + r * y.stride();
+    double squares = 0.0;  // in double, like layer_norm's moments
+    for (Index j = 0; j < d; ++j) squares += static_cast<double>(in[j]) * in[j];
+    const double inv_rms = 1.0 / std::sqrt(squares / static_cast<double>(d) + static_cast<double>(eps));
+    for (Index j = 0; j < d; ++j) out[j] = static_cast<float>(in[j] * inv_rms * gamma[j]);
+  }
+}
+
+void normalize(ConstMatrixRef x, const NormWeights& norm, float eps, MatrixRef y) {
+  switch (norm.kind) {
+    case NormKind::LayerNorm: return layer_norm(x, norm, eps, y);
+    case NormKind::RmsNorm: return rms_norm(x, norm, eps, y);
   }
 }
 
@@ -183,6 +208,15 @@ void add(MatrixRef y, ConstMatrixRef x) {
     float* out = y.data() + r * y.stride();
     const float* in = x.data() + r * x.stride();
     for (Index j = 0; j < y.cols(); ++j) out[j] += in[j];
+  }
+}
+
+void multiply(MatrixRef y, ConstMatrixRef x) {
+  check_same_shape("multiply", "y", y, "x", x);
+  for (Index r = 0; r < y.rows(); ++r) {
+    float* out = y.data() + r * y.stride();
+    const float* in = x.data() + r * x.stride();
+    for (Index j = 0; j < y.cols(); ++j) out[j] *= in[j];
   }
 }
 

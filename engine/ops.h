@@ -22,10 +22,16 @@ struct Linear {
   Index out_features() const { return weight.dim(0); }
 };
 
-// A LayerNorm's affine parameters, [d] each.
-struct LayerNormWeights {
+// LayerNorm centres and scales each row, then applies weight and bias; RMSNorm (LLaMA,
+// T5) only divides by the root mean square and applies weight.
+enum class NormKind { LayerNorm, RmsNorm };
+
+// A normalization layer's parameters, [d] each: LayerNorm with weight and (optional)
+// bias, or RMSNorm with weight only.
+struct NormWeights {
   TensorView weight;
-  TensorView bias;
+  TensorView bias;  // empty() for RMSNorm, or a LayerNorm without bias
+  NormKind kind = NormKind::LayerNorm;
 };
 
 namespace ops {
@@ -44,7 +50,14 @@ void matmul_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha = 1.
 
 // Row-wise (x - mean) / sqrt(var + eps) * weight + bias; biased variance as PyTorch.
 // In place allowed.
-void layer_norm(ConstMatrixRef x, const LayerNormWeights& norm, float eps, MatrixRef y);
+void layer_norm(ConstMatrixRef x, const NormWeights& norm, float eps, MatrixRef y);
+
+// Row-wise x / sqrt(mean(x^2) + eps) * weight (Zhang & Sennrich; LLaMA's RMSNorm). In
+// place allowed. Throws Error if a bias is given: RMSNorm has none.
+void rms_norm(ConstMatrixRef x, const NormWeights& norm, float eps, MatrixRef y);
+
+// layer_norm or rms_norm, as norm.kind says.
+void normalize(ConstMatrixRef x, const NormWeights& norm, float eps, MatrixRef y);
 
 // Row-wise softmax, in place, max-subtracted. A row whose entries are all -inf
 // (every key masked) becomes all zeros rather than NaN.
@@ -59,6 +72,9 @@ void activate(Activation activation, MatrixRef x);
 
 // y += x, same shapes.
 void add(MatrixRef y, ConstMatrixRef x);
+
+// y *= x elementwise, same shapes (the gate of a gated feed-forward).
+void multiply(MatrixRef y, ConstMatrixRef x);
 
 // y *= factor.
 void scale(MatrixRef y, float factor);

@@ -24,18 +24,18 @@ struct ResidualScratch {
 
 // f(ConstMatrixRef in [T, d], MatrixRef out [T, d]).
 template <class Sublayer>
-void residual_block(MatrixRef x, const LayerNormWeights& norm, const NormPlacement& placement,
+void residual_block(MatrixRef x, const NormWeights& norm, const NormPlacement& placement,
                     ResidualScratch& scratch, Sublayer&& f) {
   scratch.delta.resize(x.rows(), x.cols());
   if (placement.before) {
     scratch.normed.resize(x.rows(), x.cols());
-    ops::layer_norm(x, norm, placement.eps, scratch.normed);
+    ops::normalize(x, norm, placement.eps, scratch.normed);
     f(scratch.normed.view(), scratch.delta.view());
     ops::add(x, scratch.delta);
   } else {
     f(ConstMatrixRef(x), scratch.delta.view());
     ops::add(x, scratch.delta);
-    ops::layer_norm(x, norm, placement.eps, x);
+    ops::normalize(x, norm, placement.eps, x);
   }
 }
 

@@ -25,15 +25,32 @@ void check_ids(std::span<const int> ids, Index vocab_size, const char* what) {
                             " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
 }
 
-Index longest(std::span<const std::vector<int>> sequences) {
+template <class Sequences, class Length>
+Index longest(const Sequences& sequences, Length length) {
   Index most = 0;
-  for (const auto& s : sequences) most = std::max(most, static_cast<Index>(s.size()));
+  for (const auto& s : sequences) most = std::max(most, length(s));
   return most;
+}
+
+Index longest(std::span<const std::vector<int>> sequences) {
+  return longest(sequences, [](const std::vector<int>& s) { return static_cast<Index>(s.size()); });
 }
 
 // One sequence as a batch of one, for the single-source conveniences.
 std::vector<std::vector<int>> batch_of_one(std::span<const int> ids) {
   return {std::vector<int>(ids.begin(), ids.end())};
+}
+
+// Every id that ends a hypothesis.
+std::vector<int> eos_ids(const SpecialTokens& tokens) {
+  std::vector<int> ids{tokens.eos};
+  ids.insert(ids.end(), tokens.other_eos.begin(), tokens.other_eos.end());
+  return ids;
+}
+
+// How many tokens the decoder reads before its first prediction for `request`.
+Index decoder_input_length(const Transformer& model, const DecodeRequest& request) {
+  return static_cast<Index>(request.prefix.size()) + (model.decoder_only() ? 0 : 1);
 }
 
 // A candidate extension during a beam step.
@@ -54,6 +71,7 @@ bool better(const Candidate& a, const Candidate& b) {
 
 struct DecodeWorkspace::Buffers {
   // Encoding.
+  std::vector<std::vector<int>> sources;
   std::vector<int> padded_ids;  // [B*L]
   EncoderWorkspace encoder;
   EncoderOutput memory;
@@ -61,8 +79,11 @@ struct DecodeWorkspace::Buffers {
   DecoderState state;
   Matrix logits;
   std::vector<Index> source_of;
-  // Search, per live sequence: score, and [slots, max_steps] histories of ids and
-  // log-probs; this step's survivors (parent, new token, its log-prob); candidates.
+  std::vector<int> inputs;      // the forced decoder inputs, padded [B*T]
+  std::vector<Index> input_lengths;
+  // Search, per live sequence: score; [slots, width] histories of the context (prefix,
+  // then generated ids) and of the generated tokens' log-probs; this step's survivors
+  // (parent, new token, its log-prob); candidates.
   std::vector<double> scores, next_scores;
   std::vector<int> ids, next_ids;
   std::vector<float> logprobs, next_logprobs;
@@ -84,6 +105,7 @@ namespace {
 // `buffers.memory`.
 void encode_into(const Transformer& model, std::span<const std::vector<int>> sources,
                  DecodeWorkspace::Buffers& buffers) {
+  if (!model.encoder) throw Error("encoder", "this model is decoder-only: it has no encoder");
   EncoderOutput& out = buffers.memory;
   const Index count = static_cast<Index>(sources.size());
   out.rows_per_source = longest(sources);
@@ -97,32 +119,54 @@ void encode_into(const Transformer& model, std::span<const std::vector<int>> sou
     out.lengths.push_back(static_cast<Index>(source.size()));
   }
   const std::vector<Index> first_steps(sources.size(), 0);
-  model.encoder.encode(buffers.padded_ids, BatchRows{out.rows_per_source, first_steps, out.lengths},
-                       buffers.encoder, out.states);
+  model.encoder->encode(buffers.padded_ids, BatchRows{out.rows_per_source, first_steps, out.lengths},
+                        buffers.encoder, out.states);
 }
 
-// Opens one live sequence per source, each reading its own memory.
-void start_decoder(const Transformer& model, DecodeWorkspace::Buffers& buffers, Index max_sequences, Index max_steps) {
-  buffers.source_of.resize(static_cast<std::size_t>(buffers.memory.sources()));
+// Opens one live sequence per request (encoding the sources of an encoder-decoder
+// model first), with room for max_sequences of max_steps tokens.
+void start_decoder(const Transformer& model, std::span<const std::vector<int>> sources, Index requests,
+                   DecodeWorkspace::Buffers& buffers, Index max_sequences, Index max_steps) {
+  buffers.source_of.resize(static_cast<std::size_t>(requests));
   std::iota(buffers.source_of.begin(), buffers.source_of.end(), Index{0});
-  model.decoder.start(buffers.state, buffers.memory, buffers.source_of, max_sequences, max_steps);
+  if (model.decoder_only()) {
+    model.decoder.start(buffers.state, buffers.source_of, max_sequences, max_steps);
+  } else {
+    encode_into(model, sources, buffers);
+    model.decoder.start(buffers.state, buffers.memory, buffers.source_of, max_sequences, max_steps);
+  }
 }
 
-// One decode_batch call: the live sequences of every source, their histories, and the
-// finished pools. Live sequences are kept grouped by source, in beam rank order.
+// Lays out every request's forced decoder input in buffers.inputs [B*T] (T the
+// longest), padded with pad; lengths in buffers.input_lengths. Returns T.
+Index pad_inputs(const Transformer& model, std::span<const DecodeRequest> requests, DecodeWorkspace::Buffers& buffers) {
+  const Index width = longest(requests, [&](const DecodeRequest& r) { return decoder_input_length(model, r); });
+  buffers.inputs.assign(static_cast<std::size_t>(width) * requests.size(), model.tokens.pad);
+  buffers.input_lengths.clear();
+  for (std::size_t b = 0; b < requests.size(); ++b) {
+    auto at = buffers.inputs.begin() + static_cast<std::ptrdiff_t>(b) * width;
+    if (!model.decoder_only()) *at++ = model.tokens.decoder_start;
+    std::copy(requests[b].prefix.begin(), requests[b].prefix.end(), at);
+    buffers.input_lengths.push_back(decoder_input_length(model, requests[b]));
+  }
+  return width;
+}
+
+// One decode_requests call: the live sequences of every request, their histories, and
+// the finished pools. Live sequences are kept grouped by request, in beam rank order.
 class BatchSearch {
  public:
-  BatchSearch(const Transformer& model, const DecodingOptions& options,
-              std::span<const std::vector<int>> sources, std::span<const Index> max_lengths,
-              std::span<const std::uint64_t> streams, DecodeWorkspace::Buffers& buffers)
+  BatchSearch(const Transformer& model, const DecodingOptions& options, std::span<const DecodeRequest> requests,
+              std::span<const Index> max_lengths, std::span<const std::uint64_t> streams,
+              DecodeWorkspace::Buffers& buffers, const TokenCallback& on_token)
       : model_(model),
         options_(options),
         beam_(options.beam_size),
         max_lengths_(max_lengths.begin(), max_lengths.end()),
-        max_steps_(*std::max_element(max_lengths.begin(), max_lengths.end())),
-        processor_(options, model.tokens.eos, model.decoder.vocab_size()),
+        processor_(options, eos_ids(model.tokens), model.decoder.vocab_size()),
         sampler_(options, model.decoder.vocab_size()),
-        results_(sources.size()),
+        results_(requests.size()),
+        on_token_(on_token),
         state_(buffers.state),
         logits_(buffers.logits),
         scores_(buffers.scores),
@@ -137,20 +181,33 @@ class BatchSearch {
         next_logprob_(buffers.next_logprob),
         candidates_(buffers.candidates),
         order_(buffers.order) {
-    const Index count = static_cast<Index>(sources.size());
+    const Index count = static_cast<Index>(requests.size());
     const Index slots = count * beam_;
-    encode_into(model, sources, buffers);
-    start_decoder(model, buffers, slots, max_steps_);
+    Index capacity = 0;  // decoder steps: the forced input, then all but the last output
     for (Index b = 0; b < count; ++b) {
+      const auto& request = requests[static_cast<std::size_t>(b)];
+      prefix_lengths_.push_back(static_cast<Index>(request.prefix.size()));
+      capacity = std::max(capacity, decoder_input_length(model, request) + max_lengths_[static_cast<std::size_t>(b)] - 1);
       pools_.emplace_back(beam_, options.length_penalty);
       randoms_.emplace_back(options.seed, streams[static_cast<std::size_t>(b)]);
     }
+    max_steps_ = *std::max_element(max_lengths.begin(), max_lengths.end());
+    width_ = *std::max_element(prefix_lengths_.begin(), prefix_lengths_.end()) + max_steps_;
+
+    buffers.sources.clear();
+    for (const DecodeRequest& r : requests) buffers.sources.push_back(r.source);
+    start_decoder(model, buffers.sources, count, buffers, slots, capacity);
+
     scores_.assign(static_cast<std::size_t>(count), 0.0);
-    const auto history = static_cast<std::size_t>(slots * max_steps_);
+    const auto history = static_cast<std::size_t>(slots * width_);
     ids_.resize(history);
     next_ids_.resize(history);
     logprobs_.resize(history);
     next_logprobs_.resize(history);
+    for (Index b = 0; b < count; ++b) {
+      const auto& prefix = requests[static_cast<std::size_t>(b)].prefix;
+      std::copy(prefix.begin(), prefix.end(), ids_.begin() + b * width_);
+    }
     for (auto* v : {&scores_, &next_scores_}) v->reserve(static_cast<std::size_t>(slots));
     for (auto* v : {&tokens_, &next_tokens_}) v->reserve(static_cast<std::size_t>(slots));
     parents_.reserve(static_cast<std::size_t>(slots));
@@ -159,20 +216,25 @@ class BatchSearch {
     candidates_.reserve(static_cast<std::size_t>(beam_ * per_beam));
     order_.resize(static_cast<std::size_t>(model.decoder.vocab_size()));
     logits_.reserve(slots * model.decoder.vocab_size());
+
+    // The forced inputs, all at once: logits [count, V] after each one's last token.
+    const Index rows = pad_inputs(model, requests, buffers);
+    model.decoder.feed(state_, buffers.inputs, rows, buffers.input_lengths, logits_, Decoder::Logits::LastRow);
   }
 
   std::vector<DecodeResult> run() {
     for (Index step = 0; state_.sequences() > 0; ++step) {
-      tokens_.clear();
-      for (Index s = 0; s < state_.sequences(); ++s)
-        tokens_.push_back(step == 0 ? model_.tokens.decoder_start : generated(ids_, s, step)[step - 1]);
-      model_.decoder.step(state_, tokens_, logits_);
+      if (step > 0) {
+        tokens_.clear();
+        for (Index s = 0; s < state_.sequences(); ++s) tokens_.push_back(generated_ids(s, step)[step - 1]);
+        model_.decoder.step(state_, tokens_, logits_);
+      }
 
       parents_.clear();
       next_tokens_.clear();
       next_logprob_.clear();
       next_scores_.clear();
-      // Live sequences are grouped by source: [first, last) share one.
+      // Live sequences are grouped by request: [first, last) share one.
       for (Index first = 0; first < state_.sequences();) {
         const Index source = state_.source_of(first);
         Index last = first;
@@ -183,12 +245,13 @@ class BatchSearch {
       // The histories follow their parents, then the decoder state does.
       for (std::size_t i = 0; i < parents_.size(); ++i) {
         const Index parent = parents_[i];
-        const auto from = generated(ids_, parent, step);
-        std::copy(from.begin(), from.end(), next_ids_.begin() + static_cast<std::ptrdiff_t>(i) * max_steps_);
-        next_ids_[i * static_cast<std::size_t>(max_steps_) + static_cast<std::size_t>(step)] = next_tokens_[i];
-        const auto lps = generated(logprobs_, parent, step);
-        std::copy(lps.begin(), lps.end(), next_logprobs_.begin() + static_cast<std::ptrdiff_t>(i) * max_steps_);
-        next_logprobs_[i * static_cast<std::size_t>(max_steps_) + static_cast<std::size_t>(step)] = next_logprob_[i];
+        const auto context = context_ids(parent, step);
+        const auto to = static_cast<std::ptrdiff_t>(i) * width_;
+        std::copy(context.begin(), context.end(), next_ids_.begin() + to);
+        next_ids_[static_cast<std::size_t>(to) + context.size()] = next_tokens_[i];
+        const auto lps = generated_logprobs(parent, step);
+        std::copy(lps.begin(), lps.end(), next_logprobs_.begin() + to);
+        next_logprobs_[static_cast<std::size_t>(to + step)] = next_logprob_[i];
       }
       ids_.swap(next_ids_);
       logprobs_.swap(next_logprobs_);
@@ -208,16 +271,24 @@ class BatchSearch {
   }
 
  private:
-  // The first `count` tokens (or log-probs) of live sequence s.
-  template <class T>
-  std::span<const T> generated(const std::vector<T>& history, Index s, Index count) const {
-    return std::span<const T>(history).subspan(static_cast<std::size_t>(s * max_steps_), static_cast<std::size_t>(count));
+  Index prefix_length(Index s) const { return prefix_lengths_[static_cast<std::size_t>(state_.source_of(s))]; }
+
+  // Live sequence s's context after `step` generated tokens: its prefix, then them.
+  std::span<const int> context_ids(Index s, Index step) const {
+    return std::span<const int>(ids_).subspan(static_cast<std::size_t>(s * width_),
+                                              static_cast<std::size_t>(prefix_length(s) + step));
+  }
+  std::span<const int> generated_ids(Index s, Index step) const {
+    return context_ids(s, step).subspan(static_cast<std::size_t>(prefix_length(s)));
+  }
+  std::span<const float> generated_logprobs(Index s, Index step) const {
+    return std::span<const float>(logprobs_).subspan(static_cast<std::size_t>(s * width_), static_cast<std::size_t>(step));
   }
 
   Hypothesis hypothesis(Index s, Index step, int token, float logprob, double total, bool finished) const {
     Hypothesis h;
-    const auto ids = generated(ids_, s, step);
-    const auto lps = generated(logprobs_, s, step);
+    const auto ids = generated_ids(s, step);
+    const auto lps = generated_logprobs(s, step);
     h.ids.assign(ids.begin(), ids.end());
     h.ids.push_back(token);
     h.token_logprobs.assign(lps.begin(), lps.end());
@@ -234,12 +305,12 @@ class BatchSearch {
     next_scores_.push_back(total);
   }
 
-  // One step of source `source`, whose live sequences are [first, last).
+  // One step of request `source`, whose live sequences are [first, last).
   void advance(Index source, Index first, Index last, Index step) {
     const auto b = static_cast<std::size_t>(source);
     try {
-      for (Index s = first; s < last; ++s) processor_.process(logits_.row(s), generated(ids_, s, step), step);
-    } catch (const Error& e) {  // this source fails; the batch goes on
+      for (Index s = first; s < last; ++s) processor_.process(logits_.row(s), context_ids(s, step), step);
+    } catch (const Error& e) {  // this request fails; the batch goes on
       results_[b].error = e.what();
       return;
     }
@@ -249,7 +320,8 @@ class BatchSearch {
       const int token = sampler_.draw(logits_.row(first), randoms_[b]);
       const float logprob = logits_(first, token);
       const double total = scores_[static_cast<std::size_t>(first)] + logprob;
-      if (token == model_.tokens.eos)
+      if (on_token_) on_token_(b, token);
+      if (model_.tokens.is_eos(token))
         pools_[b].offer(hypothesis(first, step, token, logprob, total, true));
       else
         keep(first, token, logprob, total);
@@ -277,7 +349,7 @@ class BatchSearch {
     }
   }
 
-  // Beam search's step for one source: rank the candidates, keep K live beams, send
+  // Beam search's step for one request: rank the candidates, keep K live beams, send
   // eos candidates ranked among the first K to the pool.
   void select_beams(std::size_t b, Index first, Index last, Index step) {
     const Index vocab = model_.decoder.vocab_size();
@@ -305,10 +377,12 @@ class BatchSearch {
     const auto considered = std::min(candidates_.size(), static_cast<std::size_t>(2 * beam_));
     std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(considered),
                       candidates_.end(), better);
+    // With one beam the best candidate is the token chosen, final at once.
+    if (beam_ == 1 && on_token_ && considered > 0) on_token_(b, candidates_.front().token);
     Index live = 0;
     for (std::size_t rank = 0; rank < considered && live < beam_; ++rank) {
       const Candidate& c = candidates_[rank];
-      if (c.token == model_.tokens.eos) {
+      if (model_.tokens.is_eos(c.token)) {
         if (static_cast<Index>(rank) < beam_)
           pools_[b].offer(hypothesis(first + c.beam, step, c.token, c.logprob, c.total, true));
       } else {
@@ -321,13 +395,16 @@ class BatchSearch {
   const Transformer& model_;
   const DecodingOptions& options_;
   Index beam_;
-  std::vector<Index> max_lengths_;  // per source
-  Index max_steps_;
+  std::vector<Index> max_lengths_;     // per request
+  std::vector<Index> prefix_lengths_;  // per request
+  Index max_steps_ = 0;                // the longest max_length
+  Index width_ = 0;                    // of a history row: longest prefix + max_steps_
   LogitsProcessor processor_;
   Sampler sampler_;
-  std::vector<FinishedPool> pools_;      // per source
-  std::vector<SequenceRandom> randoms_;  // per source (sampling has one sequence each)
+  std::vector<FinishedPool> pools_;      // per request
+  std::vector<SequenceRandom> randoms_;  // per request (sampling has one sequence each)
   std::vector<DecodeResult> results_;
+  const TokenCallback& on_token_;
   // The workspace's buffers (see DecodeWorkspace::Buffers).
   DecoderState& state_;
   Matrix& logits_;
@@ -345,10 +422,26 @@ class BatchSearch {
   std::vector<int>& order_;
 };
 
+// Throws Error unless `request` can be decoded by `model`.
+void check_request(const Transformer& model, const DecodeRequest& request) {
+  if (model.decoder_only()) {
+    if (!request.source.empty())
+      throw Error("source", "this model is decoder-only: it continues a prompt and reads no source",
+                  "give the text as a prompt");
+    check_ids(request.prefix, model.decoder.vocab_size(), "prompt");
+  } else {
+    check_source(model, request.source);
+    if (!request.prefix.empty()) check_ids(request.prefix, model.decoder.vocab_size(), "target prefix");
+  }
+  check_sequence_length("decoder", "the prompt", decoder_input_length(model, request), "shorten the prompt");
+}
+
 }  // namespace
 
 void check_source(const Transformer& model, std::span<const int> source) {
-  const Embedding& embedding = model.encoder.embedding();
+  if (!model.encoder)
+    throw Error("source", "this model is decoder-only: it has no encoder to read a source", "give a prompt instead");
+  const Embedding& embedding = model.encoder->embedding();
   if (source.empty()) throw Error("encoder", "the source is empty", "give at least one token");
   check_sequence_length("encoder", "the source", static_cast<Index>(source.size()), "split the input into sentences");
   check_ids(source, embedding.vocab_size(), "source");
@@ -366,6 +459,43 @@ Matrix encode(const Transformer& model, std::span<const int> source) {
   return std::move(out.states);
 }
 
+std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<const DecodeRequest> requests,
+                                          const DecodingOptions& options, std::span<const std::uint64_t> streams,
+                                          DecodeWorkspace& workspace, const TokenCallback& on_token) {
+  options.validate();
+  if (!streams.empty() && streams.size() != requests.size())
+    throw Error("decode", std::to_string(streams.size()) + " sampling streams for " +
+                              std::to_string(requests.size()) + " requests");
+  // Lengths the decoder cannot honour at all fail the call, not each request.
+  options.resolve_max_length(model.decoder, model.decoder_only() ? 0 : 1, 1);
+
+  std::vector<DecodeResult> results(requests.size());
+  std::vector<DecodeRequest> valid;
+  std::vector<Index> max_lengths;
+  std::vector<std::uint64_t> valid_streams;
+  std::vector<std::size_t> origin;  // valid -> index in requests
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    try {
+      check_request(model, requests[i]);
+      max_lengths.push_back(options.resolve_max_length(model.decoder, static_cast<Index>(requests[i].source.size()),
+                                                       decoder_input_length(model, requests[i])));
+    } catch (const Error& e) {
+      results[i].error = e.what();
+      continue;
+    }
+    valid.push_back(requests[i]);
+    valid_streams.push_back(streams.empty() ? i : streams[i]);
+    origin.push_back(i);
+  }
+  if (valid.empty()) return results;
+  TokenCallback report;
+  if (on_token) report = [&](std::size_t v, int token) { on_token(origin[v], token); };
+  std::vector<DecodeResult> decoded =
+      BatchSearch(model, options, valid, max_lengths, valid_streams, workspace.buffers(), report).run();
+  for (std::size_t v = 0; v < valid.size(); ++v) results[origin[v]] = std::move(decoded[v]);
+  return results;
+}
+
 std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                        const DecodingOptions& options, std::span<const std::uint64_t> streams) {
   DecodeWorkspace workspace;
@@ -375,34 +505,9 @@ std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const
 std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                        const DecodingOptions& options, std::span<const std::uint64_t> streams,
                                        DecodeWorkspace& workspace) {
-  options.validate();
-  if (!streams.empty() && streams.size() != sources.size())
-    throw Error("decode_batch", std::to_string(streams.size()) + " sampling streams for " +
-                                    std::to_string(sources.size()) + " sources");
-  // Lengths the decoder cannot honour fail the request, not each source.
-  options.resolve_max_length(model.decoder, 1);
-
-  std::vector<DecodeResult> results(sources.size());
-  std::vector<std::vector<int>> valid;
-  std::vector<Index> max_lengths;
-  std::vector<std::uint64_t> valid_streams;
-  std::vector<std::size_t> origin;  // valid -> index in sources
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    try {
-      check_source(model, sources[i]);
-      max_lengths.push_back(options.resolve_max_length(model.decoder, static_cast<Index>(sources[i].size())));
-    } catch (const Error& e) {
-      results[i].error = e.what();
-      continue;
-    }
-    valid.push_back(sources[i]);
-    valid_streams.push_back(streams.empty() ? i : streams[i]);
-    origin.push_back(i);
-  }
-  if (valid.empty()) return results;
-  std::vector<DecodeResult> decoded = BatchSearch(model, options, valid, max_lengths, valid_streams, workspace.buffers()).run();
-  for (std::size_t v = 0; v < valid.size(); ++v) results[origin[v]] = std::move(decoded[v]);
-  return results;
+  std::vector<DecodeRequest> requests(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) requests[i].source = sources[i];
+  return decode_requests(model, requests, options, streams, workspace);
 }
 
 std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> source, const DecodingOptions& options) {
@@ -419,52 +524,62 @@ std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const s
 
 std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets, DecodeWorkspace& workspace) {
-  if (sources.size() != targets.size())
+  const bool decoder_only = model.decoder_only();
+  if (decoder_only && !sources.empty())
+    throw Error("score", "this model is decoder-only: it scores a sequence on its own, without sources");
+  if (!decoder_only && sources.size() != targets.size())
     throw Error("score_batch", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
-  std::vector<ScoreResult> results(sources.size());
-  std::vector<std::vector<int>> valid_sources, valid_targets;
+  // The decoder reads [decoder_start, target[0..n-2]] and predicts target[0..n-1]; a
+  // decoder-only model reads target[0..n-2] and predicts target[1..n-1].
+  const std::size_t skipped = decoder_only ? 1 : 0;  // leading target tokens not predicted
+  std::vector<ScoreResult> results(targets.size());
+  std::vector<std::vector<int>> valid_sources;
+  std::vector<const std::vector<int>*> valid_targets;
   std::vector<std::size_t> origin;
-  for (std::size_t i = 0; i < sources.size(); ++i) {
+  for (std::size_t i = 0; i < targets.size(); ++i) {
     try {
-      check_source(model, sources[i]);
+      if (!decoder_only) check_source(model, sources[i]);
       check_ids(targets[i], model.decoder.vocab_size(), "target");
-      model.decoder.check_length(static_cast<Index>(targets[i].size()));
+      if (decoder_only && targets[i].size() < 2)
+        throw Error("target", "has " + std::to_string(targets[i].size()) +
+                                  " token; a decoder-only model scores each token after the first",
+                    "give at least two tokens");
+      model.decoder.check_length(static_cast<Index>(targets[i].size() - skipped));
     } catch (const Error& e) {
       results[i].error = e.what();
       continue;
     }
-    valid_sources.push_back(sources[i]);
-    valid_targets.push_back(targets[i]);
+    if (!decoder_only) valid_sources.push_back(sources[i]);
+    valid_targets.push_back(&targets[i]);
     origin.push_back(i);
   }
-  if (valid_sources.empty()) return results;
+  if (valid_targets.empty()) return results;
 
-  // All targets at once, padded to the longest: the decoder reads [decoder_start,
-  // target[0..n-2]] and predicts target[0..n-1], causally masked.
-  const Index count = static_cast<Index>(valid_sources.size());
-  const Index width = longest(valid_targets);
+  // All targets at once, padded to the longest, causally masked.
+  const Index count = static_cast<Index>(valid_targets.size());
+  const Index width = longest(valid_targets, [&](const std::vector<int>* t) { return static_cast<Index>(t->size() - skipped); });
   std::vector<int> inputs(static_cast<std::size_t>(count * width), model.tokens.pad);
   std::vector<Index> lengths;
   for (Index b = 0; b < count; ++b) {
-    const auto& target = valid_targets[static_cast<std::size_t>(b)];
-    inputs[static_cast<std::size_t>(b * width)] = model.tokens.decoder_start;
-    std::copy(target.begin(), target.end() - 1, inputs.begin() + b * width + 1);
-    lengths.push_back(static_cast<Index>(target.size()));
+    const auto& target = *valid_targets[static_cast<std::size_t>(b)];
+    auto at = inputs.begin() + b * width;
+    if (!decoder_only) *at++ = model.tokens.decoder_start;
+    std::copy(target.begin(), target.end() - 1, at);
+    lengths.push_back(static_cast<Index>(target.size() - skipped));
   }
   DecodeWorkspace::Buffers& buffers = workspace.buffers();
-  encode_into(model, valid_sources, buffers);
-  start_decoder(model, buffers, count, width);
+  start_decoder(model, valid_sources, count, buffers, count, width);
   Matrix& logits = buffers.logits;
   model.decoder.feed(buffers.state, inputs, width, lengths, logits);
 
+  const DecodingOptions plain;  // no constraints: the model's own distribution
+  LogitsProcessor processor(plain, eos_ids(model.tokens), model.decoder.vocab_size());
   for (Index b = 0; b < count; ++b) {
-    const auto& target = valid_targets[static_cast<std::size_t>(b)];
+    const auto& target = *valid_targets[static_cast<std::size_t>(b)];
     ScoreResult& result = results[origin[static_cast<std::size_t>(b)]];
     try {
-      const DecodingOptions plain;  // no constraints: the model's own distribution
-      LogitsProcessor processor(plain, model.tokens.eos, model.decoder.vocab_size());
-      for (std::size_t t = 0; t < target.size(); ++t) {
-        const std::span<float> row = logits.row(b * width + static_cast<Index>(t));
+      for (std::size_t t = skipped; t < target.size(); ++t) {
+        const std::span<float> row = logits.row(b * width + static_cast<Index>(t - skipped));
         processor.process(row, {}, static_cast<Index>(t));
         result.token_logprobs.push_back(row[static_cast<std::size_t>(target[t])]);
         result.score += result.token_logprobs.back();
@@ -478,7 +593,10 @@ std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const s
 }
 
 std::vector<float> score_target(const Transformer& model, std::span<const int> source, std::span<const int> target) {
-  ScoreResult result = std::move(score_batch(model, batch_of_one(source), batch_of_one(target)).front());
+  if (model.decoder_only() && !source.empty())
+    throw Error("score", "this model is decoder-only: it scores a sequence on its own, without a source");
+  const auto sources = model.decoder_only() ? std::vector<std::vector<int>>{} : batch_of_one(source);
+  ScoreResult result = std::move(score_batch(model, sources, batch_of_one(target)).front());
   if (!result.ok()) throw Error(result.error);
   return std::move(result.token_logprobs);
 }

@@ -1,7 +1,11 @@
 // What a Transformer is used for, on token ids: encode sources, decode them (greedy,
-// beam search or sampling, DecodingOptions), score targets under teacher forcing.
-// Every function takes a batch and runs it as one set of sequences; text in and out is
-// the job of ordo::Translator (models/translator.h).
+// beam search or sampling, DecodingOptions), continue prompts, score targets under
+// teacher forcing. Every function takes a batch and runs it as one set of sequences;
+// text in and out is the job of ordo::Translator (models/translator.h).
+//
+// A decode reads its forced input first, in one pass over all its tokens: decoder_start
+// and any target prefix for an encoder-decoder model, the prompt for a decoder-only one.
+// The search then generates from the prediction after the last of them.
 //
 // Beam search, per source, with K = beam_size:
 //   - live beams start as one empty hypothesis; each step extends every live beam by
@@ -18,7 +22,9 @@
 // With K = 1 this is greedy search, token for token and bit for bit.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,8 +72,9 @@ class DecodeWorkspace {
   std::unique_ptr<Buffers> buffers_;
 };
 
-// Throws Error unless `source` is a valid encoder input: non-empty, ids within the
-// vocabulary, within ordo's and the positions' length limits.
+// Throws Error unless `source` is a valid encoder input: the model has an encoder, and
+// the source is non-empty, its ids within the vocabulary, within ordo's and the
+// positions' length limits.
 void check_source(const Transformer& model, std::span<const int> source);
 
 // The encoder output of a batch of sources (each checked by check_source), padded to
@@ -76,6 +83,29 @@ EncoderOutput encode_batch(const Transformer& model, std::span<const std::vector
 
 // The encoder output [S, d] of one source.
 Matrix encode(const Transformer& model, std::span<const int> source);
+
+// One decoding request, in token ids.
+struct DecodeRequest {
+  // The encoder input, eos included; empty for a decoder-only model.
+  std::vector<int> source;
+  // Forced decoder input: for an encoder-decoder model, a target prefix read after
+  // decoder_start (usually empty); for a decoder-only model, the prompt (non-empty; bos
+  // included if the model wants one). Hypotheses continue it and do not repeat it.
+  std::vector<int> prefix;
+};
+
+// Called with (request index, token) as soon as a token is final: with beam_size 1
+// (greedy or sampling), once per generated token, eos included; never for wider beams,
+// whose tokens are only final at the end.
+using TokenCallback = std::function<void(std::size_t, int)>;
+
+// Decodes every request as one batch. `streams` gives each request its sampling
+// generator index (default: its position); give every request of a job a distinct
+// one. Options are validated first (OptionError); a request that cannot be decoded
+// gets its own error.
+std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<const DecodeRequest> requests,
+                                          const DecodingOptions& options, std::span<const std::uint64_t> streams,
+                                          DecodeWorkspace& workspace, const TokenCallback& on_token = {});
 
 // Decodes every source (token ids, eos included) as one batch. `streams` gives each
 // source its sampling generator index (default: its position in `sources`); give
@@ -95,8 +125,9 @@ std::vector<DecodeResult> decode_batch(const Transformer& model,
 std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> source,
                                const DecodingOptions& options = {});
 
-// Teacher-forced log-probability of each target token: the decoder reads
-// [decoder_start, target[0..n-2]] and predicts target[0..n-1].
+// Teacher-forced log-probability of each target token. Encoder-decoder: the decoder
+// reads [decoder_start, target[0..n-2]] and predicts target[0..n-1]. Decoder-only (no
+// sources): it reads target[0..n-2] and predicts target[1..n-1], n-1 log-probs.
 struct ScoreResult {
   std::vector<float> token_logprobs;
   double score = 0.0;  // their sum
@@ -105,7 +136,8 @@ struct ScoreResult {
   bool ok() const { return error.empty(); }
 };
 
-// Scores sources[i] -> targets[i] for every i as one batch.
+// Scores sources[i] -> targets[i] for every i as one batch; for a decoder-only model
+// pass no sources (an empty span) and targets of at least 2 tokens.
 std::vector<ScoreResult> score_batch(const Transformer& model,
                                      std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets);
@@ -115,7 +147,8 @@ std::vector<ScoreResult> score_batch(const Transformer& model,
                                      std::span<const std::vector<int>> targets,
                                      DecodeWorkspace& workspace);
 
-// One pair; throws Error when it cannot be scored.
+// One pair (source empty for a decoder-only model); throws Error when it cannot be
+// scored.
 std::vector<float> score_target(const Transformer& model, std::span<const int> source,
                                 std::span<const int> target);
 

@@ -18,7 +18,7 @@ class Binder {
   Linear linear(const std::string& name) const {
     return {tensor(name + ".weight"), tensor(name + ".bias")};
   }
-  LayerNormWeights norm(const std::string& name) const {
+  NormWeights norm(const std::string& name) const {
     return {tensor(name + ".weight"), tensor(name + ".bias")};
   }
   AttentionWeights attention(const std::string& name) const {
@@ -31,7 +31,7 @@ class Binder {
     const float scale =
         config_.scale_embedding ? static_cast<float>(std::sqrt(static_cast<double>(config_.d_model)))
                                 : 1.0f;
-    std::optional<LayerNormWeights> embedding_norm;
+    std::optional<NormWeights> embedding_norm;
     if (config_.layernorm_embedding) embedding_norm = norm("model." + stack + ".layernorm_embedding");
     return Embedding(tensor(token_table), scale, positions(stack), embedding_norm,
                      static_cast<float>(config_.layer_norm_eps));
@@ -59,7 +59,7 @@ class Binder {
                                              config_.position_offset);
   }
 
-  std::optional<LayerNormWeights> final_norm(const std::string& stack) const {
+  std::optional<NormWeights> final_norm(const std::string& stack) const {
     if (!config_.normalize_before) return std::nullopt;
     return norm("model." + stack + ".layer_norm");
   }
@@ -92,7 +92,7 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
         MultiHeadAttention(bind.attention(p + "self_attn"), config.encoder_attention_heads,
                            encoder_rotary),
         bind.norm(p + "self_attn_layer_norm"),
-        FeedForward(bind.linear(p + "fc1"), bind.linear(p + "fc2"), config.activation_function),
+        FeedForward::plain(bind.linear(p + "fc1"), bind.linear(p + "fc2"), config.activation_function),
         bind.norm(p + "final_layer_norm")});
   }
 
@@ -105,10 +105,10 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
                            decoder_rotary),
         bind.norm(p + "self_attn_layer_norm"),
         // Cross-attention is never rotated: source and target positions are unrelated.
-        MultiHeadAttention(bind.attention(p + "encoder_attn"), config.decoder_attention_heads,
+        CrossAttentionBlock{MultiHeadAttention(bind.attention(p + "encoder_attn"), config.decoder_attention_heads,
                            nullptr),
-        bind.norm(p + "encoder_attn_layer_norm"),
-        FeedForward(bind.linear(p + "fc1"), bind.linear(p + "fc2"), config.activation_function),
+        bind.norm(p + "encoder_attn_layer_norm")},
+        FeedForward::plain(bind.linear(p + "fc1"), bind.linear(p + "fc2"), config.activation_function),
         bind.norm(p + "final_layer_norm")});
   }
 
@@ -123,7 +123,7 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
               bind.final_norm("encoder"), bind.placement()),
       Decoder(bind.embedding("decoder", decoder_table), std::move(decoder_layers),
               bind.final_norm("decoder"), bind.placement(), output),
-      SpecialTokens{config.pad_token_id, config.eos_token_id, config.decoder_start_token_id}};
+      SpecialTokens{config.pad_token_id, config.eos_token_id, {}, config.decoder_start_token_id, config.bos_token_id}};
 }
 
 }  // namespace ordo

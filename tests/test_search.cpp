@@ -62,7 +62,7 @@ std::vector<nlohmann::json> every_scheme_and_norm() {
 
 // A tokenized sentence: `length` tokens, random ids in [2, vocab) and eos last.
 std::vector<int> random_source(std::mt19937& rng, Index length, const Transformer& t) {
-  std::uniform_int_distribution<int> id(2, static_cast<int>(t.encoder.embedding().vocab_size()) - 1);
+  std::uniform_int_distribution<int> id(2, static_cast<int>(t.encoder->embedding().vocab_size()) - 1);
   std::vector<int> source;
   for (Index i = 0; i + 1 < length; ++i) source.push_back(id(rng));
   source.push_back(t.tokens.eos);
