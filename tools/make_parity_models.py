@@ -5,7 +5,8 @@
 
 Writes DIR/<name>/{config.json, model.safetensors, reference.json} for every
 position encoding x {post-norm, pre-norm} x {F32, F16, BF16} (42 models), and
-DIR/index.json {"seed": ..., "min_greedy_margin": ..., "models": [names]}.
+DIR/index.json {"seed": ..., "min_greedy_margin": ..., "models": [names],
+"generation_models": [names]} (see GENERATION MODELS below).
 
 Model names are <positions>-<norm>-<dtype>, positions one of sin (interleaved,
 vaswani), sin-split (split, vaswani), sin-t2t (tensor2tensor frequencies; split layout
@@ -44,6 +45,51 @@ References are computed from the model as re-loaded from the files written, with
 weights rounded to the file's dtype.
 
 Deterministic for a given --seed (single-threaded torch).
+
+GENERATION MODELS. index.json also lists "generation_models": [names] (decoder-only;
+"models" lists only the encoder-decoders above), written to the same DIR/<name>/:
+
+- 14 decoder-only ordo models `lm-<positions>-<norm>-<dtype>` (positions and norms as
+  above, encoder_layers 0, dtype rotated: (position index + norm index) % 3 over
+  f32/f16/bf16), each with one of six LM_FLAVOURS ((2 * position index + norm index)
+  % 6): num_key_value_heads < decoder_attention_heads (ratio 2), position_offset
+  (learned-pre has learned + offset 2), separate untied 37-token decoder vocabulary
+  with final_logits_bias (EOS_BOOST added to its eos entry), layernorm_embedding, ...
+  Most leave out encoder_attention_heads/encoder_ffn_dim; flavour 3 keeps them.
+  Written by save_model_dir: config.json + model.safetensors.
+- 6 LLaMA models (ordo_torch.LlamaModel, Hugging Face layout, save_llama_dir):
+
+      llama-kv4-tied-f32                          4 heads / 4 kv, tied
+      llama-kv2-untied-bias-f16-sharded           2 kv, attention_bias, 2 shards
+      llama-kv1-untied-eos2-bf16                  1 kv, eos_token_id [1, 3], pad null,
+                                                  rope_theta 500, rms_norm_eps 1e-5
+      llama-kv2-tied-bias-mlpbias-bf16-sharded    attention_bias + mlp_bias, 3 shards
+      llama-kv2-untied-headdim12-f32-sharded      head_dim 12 != hidden 32 / 4 heads, 2 shards
+      llama-kv1-tied-bias-f16                     3 layers, attention_bias
+
+  kv<N>: num_key_value_heads = N of 4 attention heads (ratios 1, 2, 4). All have
+  vocab 40, hidden 32, bos 2, eos 1 (or [1, 3]); pad 0 unless said (absent in the
+  mlpbias model). A sharded model has model-0000i-of-0000N.safetensors and
+  model.safetensors.index.json instead of model.safetensors.
+
+A generation model's reference.json: {"model", "family": "ordo" | "llama", "dtype",
+"sharded", "min_greedy_margin", "cases": [{"prompt_ids", "continuation_ids",
+"token_logprobs", "greedy_max_length", "greedy_ids", "greedy_margins"}], "batch":
+{"prompts", "sequences", "token_logprobs", "greedy_max_length", "greedy_ids"}, "beam":
+[...]}. Five cases, prompt lengths drawn from PROMPT_LENGTHS (1, 2-4, 5-7, 8-10,
+11-12 tokens; a LLaMA prompt starts with bos_token_id; prompt tokens are never eos or
+pad). The decoder's input is the prompt itself, positions from 0 (+ position_offset).
+token_logprobs = lm_score(prompt_ids + continuation_ids): log p(x[t] | x[:t]) for
+t = 1 .. n - 1 (n - 1 values, the first prompt token is not scored); continuations have
+1-8 tokens, about half ending with an eos. greedy_ids: lm_greedy(prompt_ids,
+greedy_max_length), the generated tokens only, stopping after any eos id (included).
+"batch" = all cases in one right-padded batch: sequences[i] = prompts[i] +
+continuation_ids, token_logprobs[i] = lm_score_batch, greedy_ids[i] = lm_greedy_batch
+(checked against the cases as for the encoder-decoders). "beam" entries are those of
+the encoder-decoders with "prompt_ids" instead of "source_ids", from lm_beam_search:
+the same search with a beam's decoder input = prompt + prefix, eos = any eos id,
+hypothesis ids = the generated tokens only. Margins, redraws and the re-load check as
+above.
 """
 from __future__ import annotations
 
@@ -59,7 +105,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ordo_torch import OrdoModel, load_model_dir, round_weights_, save_model_dir  # noqa: E402
+from ordo_torch import (  # noqa: E402
+    LlamaModel, OrdoModel, load_llama_dir, load_model_dir, round_weights_, save_llama_dir,
+    save_model_dir)
 
 MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
 GREEDY_MAX_LENGTH = 10
@@ -269,6 +317,254 @@ def reference(model: OrdoModel, cases, name: str = "", full: bool = True,
     return {"cases": out, "batch": batch, "beam": beam}
 
 
+# ----------------------------------------------------------------------------------------
+# Generation models: decoder-only ordo models and LLaMA
+# ----------------------------------------------------------------------------------------
+
+PROMPT_LENGTHS = ((1, 1), (2, 4), (5, 7), (8, 10), (11, 12))  # one case per range
+EOS_BOOST = 2.0  # added to final_logits_bias[eos] of decoder-only ordo models that have one
+
+LM_BASE = {
+    "vocab_size": 40, "d_model": 16, "encoder_layers": 0, "decoder_layers": 2,
+    "decoder_attention_heads": 2, "decoder_ffn_dim": 32, "max_position_embeddings": 32,
+    "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0,
+}
+# As FLAVOURS, for decoder-only models; flavour (2 * position index + norm index) % 6.
+LM_FLAVOURS = [
+    {"activation_function": "relu", "num_key_value_heads": 1},
+    {"activation_function": "gelu", "scale_embedding": True, "offset": True},
+    {"activation_function": "swish", "share_encoder_decoder_embeddings": False,
+     "decoder_vocab_size": 37, "tie_word_embeddings": False, "final_logits_bias": True},
+    {"activation_function": "relu", "layernorm_embedding": True, "layer_norm_eps": 1e-6,
+     "d_model": 32, "decoder_attention_heads": 4, "num_key_value_heads": 2,
+     "decoder_ffn_dim": 48, "decoder_layers": 3,
+     "encoder_attention_heads": 4, "encoder_ffn_dim": 64},  # unused encoder keys, kept
+    {"activation_function": "gelu", "offset": True, "num_key_value_heads": 1,
+     "bos_token_id": 2, "rope_theta": 100.0},
+    {"activation_function": "swish", "tie_word_embeddings": False, "scale_embedding": True,
+     "d_model": 32, "decoder_attention_heads": 4, "decoder_ffn_dim": 40},
+]
+
+LLAMA_BASE = {
+    "model_type": "llama", "vocab_size": 40, "hidden_size": 32, "intermediate_size": 48,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 64,
+    "rms_norm_eps": 1e-6, "bos_token_id": 2, "eos_token_id": 1,
+}
+# name -> (config overrides, dtype, shards). kv<N>: N = num_key_value_heads of 4 heads.
+LLAMA_MODELS = {
+    "llama-kv4-tied-f32": ({"num_key_value_heads": 4, "tie_word_embeddings": True,
+                            "pad_token_id": 0}, "F32", 1),
+    "llama-kv2-untied-bias-f16-sharded": ({"num_key_value_heads": 2, "attention_bias": True,
+                                           "pad_token_id": 0}, "F16", 2),
+    "llama-kv1-untied-eos2-bf16": ({"num_key_value_heads": 1, "eos_token_id": [1, 3],
+                                    "pad_token_id": None, "rope_theta": 500.0,
+                                    "rms_norm_eps": 1e-5}, "BF16", 1),
+    "llama-kv2-tied-bias-mlpbias-bf16-sharded": ({"num_key_value_heads": 2,
+                                                  "tie_word_embeddings": True,
+                                                  "attention_bias": True, "mlp_bias": True},
+                                                 "BF16", 3),
+    "llama-kv2-untied-headdim12-f32-sharded": ({"num_key_value_heads": 2, "head_dim": 12,
+                                                "intermediate_size": 56, "pad_token_id": 0},
+                                               "F32", 2),
+    "llama-kv1-tied-bias-f16": ({"num_key_value_heads": 1, "tie_word_embeddings": True,
+                                 "attention_bias": True, "num_hidden_layers": 3,
+                                 "pad_token_id": 0}, "F16", 1),
+}
+
+
+def generation_specs():
+    """[(name, family, config, options)] in a fixed order; options: dtype, shards,
+    final_logits_bias."""
+    specs = []
+    dtypes = list(DTYPES.items())
+    for p, (pos_name, pos) in enumerate(POSITIONS.items()):
+        for n, (norm_name, pre) in enumerate(NORMS.items()):
+            dtype_name, dtype = dtypes[(p + n) % len(dtypes)]
+            flavour = dict(LM_FLAVOURS[(2 * p + n) % len(LM_FLAVOURS)])
+            cfg = dict(LM_BASE, **pos, normalize_before=pre)
+            if pos_name == "sin-t2t":
+                cfg["sinusoidal_layout"] = "split" if norm_name == "post" else "interleaved"
+            if flavour.pop("offset", False):
+                cfg["position_offset"] = OFFSETS[cfg["position_encoding"]]
+            theta = flavour.pop("rope_theta", None)
+            if theta is not None and cfg["position_encoding"] == "rope":
+                cfg["rope_theta"] = theta
+            bias = flavour.pop("final_logits_bias", False)
+            cfg.update(flavour)
+            specs.append((f"lm-{pos_name}-{norm_name}-{dtype_name}", "ordo", cfg,
+                          {"dtype": dtype, "shards": 1, "final_logits_bias": bias}))
+    for name, (overrides, dtype, shards) in LLAMA_MODELS.items():
+        specs.append((name, "llama", dict(LLAMA_BASE, **overrides),
+                      {"dtype": dtype, "shards": shards, "final_logits_bias": False}))
+    return specs
+
+
+@torch.no_grad()
+def random_llama_weights_(model: LlamaModel, generator: torch.Generator) -> None:
+    """Token embeddings N(0, 1), RMSNorm weights 1 + N(0, 0.2), biases N(0, 0.2), other
+    weights N(0, 0.3)."""
+    for name, p in model.named_parameters():
+        if name == "model.embed_tokens.weight":
+            std, mean = 1.0, 0.0
+        elif name.endswith("norm.weight"):
+            std, mean = 0.2, 1.0
+        elif name.endswith(".bias"):
+            std, mean = 0.2, 0.0
+        else:
+            std, mean = 0.3, 0.0
+        p.copy_(torch.randn(p.shape, generator=generator) * std + mean)
+
+
+def _eos_ids(family: str, cfg: dict) -> list:
+    eos = cfg["eos_token_id"]
+    return list(eos) if isinstance(eos, list) else [eos]
+
+
+def _token_range(family: str, cfg: dict) -> int:
+    return cfg["vocab_size"] if family == "llama" else cfg["decoder_vocab_size"]
+
+
+def draw_prompt(rng: random.Random, length: int, family: str, cfg: dict) -> list:
+    """LLaMA: [bos] + tokens; ordo: tokens. Tokens are in [2, V), never an eos."""
+    eos = _eos_ids(family, cfg)
+    V = _token_range(family, cfg)
+    pool = [t for t in range(2, V) if t not in eos]
+    head = [cfg["bos_token_id"]] if family == "llama" else []
+    return head + [rng.choice(pool) for _ in range(length - len(head))]
+
+
+def draw_continuation(rng: random.Random, family: str, cfg: dict) -> list:
+    """1 to 8 tokens; every other one ends with an eos."""
+    eos = _eos_ids(family, cfg)
+    V = _token_range(family, cfg)
+    pool = [t for t in range(2, V) if t not in eos]
+    ids = [rng.choice(pool) for _ in range(rng.randint(1, 8))]
+    if rng.random() < 0.5:
+        ids[-1] = rng.choice(eos)
+    return ids
+
+
+def make_generation_model(family: str, cfg: dict, options: dict, generator: torch.Generator):
+    if family == "llama":
+        model = LlamaModel(cfg).eval()
+        random_llama_weights_(model, generator)
+    else:
+        model = OrdoModel(cfg, final_logits_bias=options["final_logits_bias"]).eval()
+        random_weights_(model, generator)
+        if options["final_logits_bias"]:
+            with torch.no_grad():  # eos now and then: sequences of a batch stop apart
+                model.final_logits_bias[0, model.config["eos_token_id"]] += EOS_BOOST
+    return round_weights_(model, options["dtype"])
+
+
+def robust_lm(model, prompt: list, case_index: int):
+    """(greedy, beam) of a prompt if both are far from every rounding tie, else None."""
+    greedy = model.lm_greedy(prompt, GREEDY_MAX_LENGTH)
+    if min(greedy[1]) < MIN_GREEDY_MARGIN:
+        return None
+    beam = model.lm_beam_search(prompt, **beam_options(case_index))
+    return (greedy, beam) if beam[1] >= MIN_BEAM_MARGIN else None
+
+
+def build_generation(name, family, cfg, options, seed):
+    """As `build`, for a generation model: (model, [(prompt, continuation)], decided,
+    attempt, draws), one case per PROMPT_LENGTHS range."""
+    draws = 0
+    for attempt in range(MODEL_ATTEMPTS):
+        torch_gen = torch.Generator().manual_seed(_seed_int(seed, name, attempt) % 2**63)
+        rng = random.Random(f"{seed}/{name}/{attempt}")
+        model = make_generation_model(family, cfg, options, torch_gen)
+        full = model.config
+        lengths = [rng.randint(lo, hi) for lo, hi in PROMPT_LENGTHS]
+        cases, decided = [], []
+        for index, length in enumerate(lengths):
+            for _ in range(SOURCE_DRAWS):
+                prompt = draw_prompt(rng, length, family, full)
+                draws += 1
+                results = robust_lm(model, prompt, index)
+                if results is not None:
+                    cases.append((prompt, draw_continuation(rng, family, full)))
+                    decided.append(results)
+                    break
+            else:
+                break  # no robust prompt of this length: re-seed the model
+        if len(cases) == len(lengths):
+            return model, cases, decided, attempt, draws
+    raise RuntimeError(f"{name}: no model with greedy margins >= {MIN_GREEDY_MARGIN} and beam "
+                       f"margins >= {MIN_BEAM_MARGIN} after {MODEL_ATTEMPTS} attempts")
+
+
+@torch.no_grad()
+def generation_reference(model, cases, name: str = "", full: bool = True,
+                         greedy=None) -> dict:
+    """{"cases", "batch", "beam"} of a generation model's reference.json (only "cases"
+    unless full); checks that the batch equals the cases one at a time."""
+    out = []
+    for i, (prompt, continuation) in enumerate(cases):
+        ids, margins = greedy[i] if greedy else model.lm_greedy(prompt, GREEDY_MAX_LENGTH)
+        out.append({
+            "prompt_ids": prompt,
+            "continuation_ids": continuation,
+            "token_logprobs": model.lm_score(prompt + continuation),
+            "greedy_max_length": GREEDY_MAX_LENGTH,
+            "greedy_ids": ids,
+            "greedy_margins": margins,
+        })
+    if not full:
+        return {"cases": out}
+    prompts = [prompt for prompt, _ in cases]
+    sequences = [prompt + continuation for prompt, continuation in cases]
+    batch_logprobs = model.lm_score_batch(sequences)
+    batch_ids, _ = model.lm_greedy_batch(prompts, GREEDY_MAX_LENGTH)
+    for i, case in enumerate(out):
+        if batch_ids[i] != case["greedy_ids"]:
+            raise RuntimeError(f"{name}: case {i}: lm_greedy_batch ids {batch_ids[i]} != "
+                               f"lm_greedy ids {case['greedy_ids']}")
+        single = case["token_logprobs"]
+        if len(batch_logprobs[i]) != len(single) or any(
+                abs(a - b) > BATCH_LOGPROB_TOLERANCE * max(1.0, abs(b))
+                for a, b in zip(batch_logprobs[i], single)):
+            raise RuntimeError(f"{name}: case {i}: lm_score_batch {batch_logprobs[i]} != "
+                               f"lm_score {single} (tolerance {BATCH_LOGPROB_TOLERANCE} relative)")
+    batch = {"prompts": prompts, "sequences": sequences, "token_logprobs": batch_logprobs,
+             "greedy_max_length": GREEDY_MAX_LENGTH, "greedy_ids": batch_ids}
+    beam = []
+    for i, prompt in enumerate(prompts):
+        options = beam_options(i)
+        hypotheses, min_margin = model.lm_beam_search(prompt, **options)
+        if not min_margin >= MIN_BEAM_MARGIN:
+            raise RuntimeError(f"{name}: case {i}: beam min_margin {min_margin} < "
+                               f"{MIN_BEAM_MARGIN}")
+        beam.append({"prompt_ids": prompt, **options, "hypotheses": hypotheses,
+                     "min_margin": min_margin})
+    return {"cases": out, "batch": batch, "beam": beam}
+
+
+def write_generation_model(out: Path, name, family, cfg, options, seed) -> list:
+    """Builds, writes and checks one generation model; returns its beam min_margins."""
+    model, cases, decided, attempt, draws = build_generation(name, family, cfg, options, seed)
+    model_dir = out / name
+    if family == "llama":
+        save_llama_dir(model, model_dir, dtype=options["dtype"], shards=options["shards"])
+        loaded = load_llama_dir(model_dir)
+    else:
+        save_model_dir(model, model_dir, dtype=options["dtype"])
+        loaded = load_model_dir(model_dir)
+    before = generation_reference(model, cases, name, full=False,
+                                  greedy=[g for g, _ in decided])
+    after = generation_reference(loaded, cases, name)
+    beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+    if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
+        raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
+    doc = {"model": name, "family": family, "dtype": options["dtype"],
+           "sharded": options["shards"] > 1, "min_greedy_margin": MIN_GREEDY_MARGIN,
+           "cases": after["cases"], "batch": after["batch"], "beam": after["beam"]}
+    (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False) + "\n")
+    note = f" (attempt {attempt})" if attempt else ""
+    print(f"{name}: {len(cases)} cases, {draws} prompts drawn{note}", flush=True)
+    return [entry["min_margin"] for entry in after["beam"]]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="output directory")
@@ -298,10 +594,17 @@ def main(argv=None) -> int:
         beam_margins.extend(entry["min_margin"] for entry in after["beam"])
         note = f" (attempt {attempt})" if attempt else ""
         print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
-    index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names}
+    generation_names = []
+    for name, family, cfg, options in generation_specs():
+        beam_margins.extend(write_generation_model(args.out, name, family, cfg, options,
+                                                   args.seed))
+        generation_names.append(name)
+    index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names,
+             "generation_models": generation_names}
     (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
-    print(f"{len(names)} models in {args.out} ({time.time() - start:.1f} s); beam min_margin "
-          f"min {min(beam_margins):.3g}, median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")
+    print(f"{len(names)} + {len(generation_names)} models in {args.out} "
+          f"({time.time() - start:.1f} s); beam min_margin min {min(beam_margins):.3g}, "
+          f"median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")
     return 0
 
 

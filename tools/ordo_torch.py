@@ -1,5 +1,5 @@
 """The ordo model format in PyTorch: the independent oracle for the C++ engine, and the
-trainer's model.
+trainer's model; and the Hugging Face LLaMA layout, as published.
 
 A model directory holds `config.json` (see `full_config`) and `model.safetensors`, whose
 tensor names are exactly the `state_dict()` keys of `OrdoModel`. The forward pass is
@@ -21,9 +21,40 @@ Requires only torch and numpy (the safetensors reader/writer is implemented here
 
 The batched methods compute, in one padded batch, what greedy/score compute for one
 source; beam_search's docstring is the definition of the beam search.
+
+DECODER-ONLY ordo models. `encoder_layers: 0` in config.json: no model.encoder.*
+tensors, no encoder_attn* tensors; decoder layers are [causal self-attention,
+feed-forward]; encoder_attention_heads and encoder_ffn_dim may be absent. The token
+table is model.shared.weight when share_encoder_decoder_embeddings (default) else
+model.decoder.embed_tokens.weight; every other tensor is named as in an
+encoder-decoder's decoder. The decoder's input is the prompt itself (no
+decoder_start), token t at position position_offset + t.
+
+GROUPED-QUERY attention. `num_key_value_heads` (optional, default
+decoder_attention_heads, must divide it) is the number of K/V heads of the decoder's
+self-attention only: its k_proj/v_proj weights are [num_key_value_heads * head_dim,
+d_model] (biases [num_key_value_heads * head_dim]), head_dim = d_model /
+decoder_attention_heads, and query head h reads K/V head h // (heads /
+num_key_value_heads) (repeat_kv). Cross-attention and the encoder keep full heads.
+
+Decoder-only models (and LlamaModel) generate with GenerationMixin:
+
+    logprobs = lm.lm_score([5, 7, 9, 1])                    # log p(ids[t] | ids[:t]), t >= 1
+    ids, margins = lm.lm_greedy([5, 7], max_length=10)      # generated tokens only
+    ids, margins = lm.lm_greedy_batch([[5, 7], [9]], 10)    # one right-padded batch
+    logprobs = lm.lm_score_batch([[5, 7, 9, 1], [9, 3]])
+    hyps, min_margin = lm.lm_beam_search([5, 7], 3, 3, 1.0, 10)
+
+LLAMA. `LlamaModel` is LLaMA as Hugging Face's LlamaForCausalLM lays it out (config:
+`llama_config`; tensor names: LlamaModel's docstring), written from its formulas:
+RMSNorm, SwiGLU, RoPE in the half (rotate_half) layout from position 0, grouped-query
+attention. `save_llama_dir(model, dir, dtype, shards)` writes config.json and
+model.safetensors, or for shards > 1 model-0000i-of-0000N.safetensors plus
+model.safetensors.index.json; `load_llama_dir` reads either.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import struct
@@ -37,9 +68,17 @@ from torch import Tensor, nn
 
 __all__ = [
     "full_config",
+    "kv_heads",
     "OrdoModel",
+    "GenerationMixin",
     "save_model_dir",
     "load_model_dir",
+    "llama_config",
+    "LlamaModel",
+    "save_llama_dir",
+    "load_llama_dir",
+    "rms_norm",
+    "repeat_kv",
     "round_weights_",
     "write_safetensors",
     "read_safetensors",
@@ -70,6 +109,7 @@ _SCHEMA = [
     ("decoder_layers", "int", _REQUIRED),
     ("encoder_attention_heads", "int", _REQUIRED),
     ("decoder_attention_heads", "int", _REQUIRED),
+    ("num_key_value_heads", "optional_int", None),  # None: = decoder_attention_heads
     ("encoder_ffn_dim", "int", _REQUIRED),
     ("decoder_ffn_dim", "int", _REQUIRED),
     ("activation_function", "enum", "relu"),
@@ -92,6 +132,7 @@ _SCHEMA = [
     ("decoder_start_token_id", "int", _REQUIRED),
 ]
 CONFIG_KEYS = tuple(key for key, _, _ in _SCHEMA)
+_ENCODER_ONLY_KEYS = ("encoder_attention_heads", "encoder_ffn_dim")  # optional without encoder
 
 
 def _check_type(key: str, kind: str, value):
@@ -129,7 +170,13 @@ def full_config(partial: dict) -> dict:
 
     Raises ValueError naming the offending key. Keys that are not part of the format
     (descriptions, provenance, ...) are kept, after the format's keys. An absent or null
-    bos_token_id is left out of the result.
+    bos_token_id is left out of the result, and so is an absent or null
+    num_key_value_heads (it then means decoder_attention_heads: use `kv_heads(cfg)`).
+
+    encoder_layers 0 makes a decoder-only model; encoder_attention_heads and
+    encoder_ffn_dim are then optional (left out when absent, validated when given).
+    num_key_value_heads (the K/V heads of the decoder's self-attention only) must divide
+    decoder_attention_heads.
     """
     if not isinstance(partial, dict):
         raise ValueError(f"config must be a JSON object, got {type(partial).__name__}")
@@ -137,6 +184,8 @@ def full_config(partial: dict) -> dict:
     for key, kind, default in _SCHEMA:
         if key in partial and partial[key] is not None:
             cfg[key] = _check_type(key, kind, partial[key])
+        elif key in _ENCODER_ONLY_KEYS and cfg.get("encoder_layers") == 0:
+            continue
         elif default is _REQUIRED:
             raise ValueError(f"config key '{key}' is required")
         elif key == "decoder_vocab_size":
@@ -153,15 +202,23 @@ def full_config(partial: dict) -> dict:
 
     if cfg["model_type"] != "ordo":
         raise ValueError(f"config key 'model_type' must be \"ordo\", got {cfg['model_type']!r}")
-    for key in ("vocab_size", "decoder_vocab_size", "d_model", "encoder_layers",
-                "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
-                "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings"):
-        positive(key)
+    if cfg["encoder_layers"] < 0:
+        raise ValueError(f"config key 'encoder_layers' must be >= 0, got {cfg['encoder_layers']}")
+    for key in ("vocab_size", "decoder_vocab_size", "d_model", "decoder_layers",
+                "encoder_attention_heads", "decoder_attention_heads",
+                "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings",
+                "num_key_value_heads"):
+        if key in cfg:
+            positive(key)
     d = cfg["d_model"]
     for side in ("encoder", "decoder"):
         key = f"{side}_attention_heads"
-        if d % cfg[key] != 0:
+        if key in cfg and d % cfg[key] != 0:
             raise ValueError(f"config key '{key}': d_model={d} is not divisible by {cfg[key]} heads")
+    if "num_key_value_heads" in cfg and cfg["decoder_attention_heads"] % cfg["num_key_value_heads"]:
+        raise ValueError(f"config key 'num_key_value_heads': decoder_attention_heads="
+                         f"{cfg['decoder_attention_heads']} is not divisible by "
+                         f"{cfg['num_key_value_heads']} key/value heads")
     if cfg["position_offset"] < 0:
         raise ValueError(f"config key 'position_offset' must be >= 0, got {cfg['position_offset']}")
     if cfg["rope_theta"] <= 0:
@@ -176,7 +233,7 @@ def full_config(partial: dict) -> dict:
     if cfg["position_encoding"] == "rope":
         for side in ("encoder", "decoder"):
             key = f"{side}_attention_heads"
-            if (d // cfg[key]) % 2 != 0:
+            if key in cfg and (d // cfg[key]) % 2 != 0:
                 raise ValueError(f"config key '{key}': rope needs an even head_dim, "
                                  f"got d_model/heads = {d // cfg[key]}")
     if cfg["share_encoder_decoder_embeddings"] and cfg["vocab_size"] != cfg["decoder_vocab_size"]:
@@ -189,6 +246,12 @@ def full_config(partial: dict) -> dict:
         if key in cfg and not 0 <= cfg[key] < limit:
             raise ValueError(f"config key '{key}' must be in [0, {limit}), got {cfg[key]}")
     return cfg
+
+
+def kv_heads(cfg: dict) -> int:
+    """The number of K/V heads of the decoder's self-attention (num_key_value_heads,
+    default decoder_attention_heads)."""
+    return cfg.get("num_key_value_heads", cfg["decoder_attention_heads"])
 
 
 # ----------------------------------------------------------------------------------------
@@ -267,25 +330,28 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu}
 class Attention(nn.Module):
     """Multi-head attention with biased q/k/v/out projections, scale 1/sqrt(head_dim).
 
-    Inputs are batch-first [B, T, D]. Without rope it is
-    F.multi_head_attention_forward; with rope (self-attention only) q and k are rotated
-    after projection and attention is softmax(q k^T scale + mask) v written out.
+    Inputs are batch-first [B, T, D]. Without rope, with as many K/V heads as query
+    heads, it is F.multi_head_attention_forward; otherwise (rope, self-attention only:
+    q and k are rotated after projection; grouped-query: k_proj/v_proj have kv_heads *
+    head_dim outputs and query head h reads K/V head h // (heads / kv_heads), see
+    repeat_kv) attention is softmax(q k^T scale + mask) v written out.
     """
 
-    def __init__(self, d_model: int, heads: int):
+    def __init__(self, d_model: int, heads: int, kv_heads: Optional[int] = None):
         super().__init__()
         self.d_model, self.heads = d_model, heads
+        self.kv_heads = heads if kv_heads is None else kv_heads
         self.head_dim = d_model // heads
         self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, self.kv_heads * self.head_dim)
+        self.v_proj = nn.Linear(d_model, self.kv_heads * self.head_dim)
         self.out_proj = nn.Linear(d_model, d_model)
 
     def forward(self, query: Tensor, memory: Tensor, key_padding_mask: Optional[Tensor] = None,
                 causal: bool = False, rope: Optional[Tuple[float, str, int]] = None) -> Tensor:
         """rope: (theta, layout, offset) to rotate q and k of a self-attention."""
-        if rope is not None:
-            return self._rotary(query, memory, key_padding_mask, causal, rope)
+        if rope is not None or self.kv_heads != self.heads:
+            return self._explicit(query, memory, key_padding_mask, causal, rope)
         T, S = query.shape[1], memory.shape[1]
         attn_mask = _causal_mask(T, S, query.device) if causal else None
         # multi_head_attention_forward is sequence-first: [T, B, D].
@@ -302,21 +368,32 @@ class Attention(nn.Module):
             v_proj_weight=self.v_proj.weight)
         return out.transpose(0, 1)
 
-    def _split(self, x: Tensor) -> Tensor:  # [B, T, D] -> [B, H, T, hd]
+    def _split(self, x: Tensor, heads: int) -> Tensor:  # [B, T, heads*hd] -> [B, heads, T, hd]
         B, T, _ = x.shape
-        return x.view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        return x.view(B, T, heads, self.head_dim).transpose(1, 2)
 
-    def _rotary(self, query, memory, key_padding_mask, causal, rope):
-        theta, layout, offset = rope
-        q = self._split(F.linear(query, self.q_proj.weight, self.q_proj.bias))
-        k = self._split(F.linear(memory, self.k_proj.weight, self.k_proj.bias))
-        v = self._split(F.linear(memory, self.v_proj.weight, self.v_proj.bias))
-        q = rope_rotate(q, offset + torch.arange(q.shape[2]), theta, layout)
-        k = rope_rotate(k, offset + torch.arange(k.shape[2]), theta, layout)
+    def _explicit(self, query, memory, key_padding_mask, causal, rope):
+        q = self._split(F.linear(query, self.q_proj.weight, self.q_proj.bias), self.heads)
+        k = self._split(F.linear(memory, self.k_proj.weight, self.k_proj.bias), self.kv_heads)
+        v = self._split(F.linear(memory, self.v_proj.weight, self.v_proj.bias), self.kv_heads)
+        if rope is not None:
+            theta, layout, offset = rope
+            q = rope_rotate(q, offset + torch.arange(q.shape[2]), theta, layout)
+            k = rope_rotate(k, offset + torch.arange(k.shape[2]), theta, layout)
+        group = self.heads // self.kv_heads
+        if group > 1:
+            k, v = repeat_kv(k, group), repeat_kv(v, group)
         out = explicit_attention(q, k, v, key_padding_mask, causal)
         B, H, T, hd = out.shape
         out = out.transpose(1, 2).reshape(B, T, H * hd)
         return F.linear(out, self.out_proj.weight, self.out_proj.bias)
+
+
+def repeat_kv(x: Tensor, group: int) -> Tensor:
+    """[B, KV, S, hd] -> [B, KV * group, S, hd]: head h is K/V head h // group, i.e. each
+    K/V head serves `group` consecutive query heads (grouped-query attention)."""
+    B, KV, S, hd = x.shape
+    return x[:, :, None].expand(B, KV, group, S, hd).reshape(B, KV * group, S, hd)
 
 
 def _causal_mask(T: int, S: int, device) -> Tensor:
@@ -342,7 +419,8 @@ class EncoderLayer(nn.Module):
         d, eps = cfg["d_model"], cfg["layer_norm_eps"]
         self.normalize_before = cfg["normalize_before"]
         self.activation = _ACTIVATIONS[cfg["activation_function"]]
-        self.self_attn = Attention(d, cfg[f"{side}_attention_heads"])
+        self.self_attn = Attention(d, cfg[f"{side}_attention_heads"],
+                                   kv_heads(cfg) if side == "decoder" else None)
         self.self_attn_layer_norm = nn.LayerNorm(d, eps=eps)
         self.fc1 = nn.Linear(d, cfg[f"{side}_ffn_dim"])
         self.fc2 = nn.Linear(cfg[f"{side}_ffn_dim"], d)
@@ -366,17 +444,27 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(EncoderLayer):
+    """[causal self-attention, cross-attention, feed-forward]; a decoder-only model's
+    layers (encoder_layers 0) have no cross-attention: [causal self-attention,
+    feed-forward]."""
+
     def __init__(self, cfg: dict):
         super().__init__(cfg, side="decoder")
         d, eps = cfg["d_model"], cfg["layer_norm_eps"]
-        self.encoder_attn = Attention(d, cfg["decoder_attention_heads"])
-        self.encoder_attn_layer_norm = nn.LayerNorm(d, eps=eps)
+        self.cross = cfg["encoder_layers"] > 0
+        if self.cross:
+            self.encoder_attn = Attention(d, cfg["decoder_attention_heads"])
+            self.encoder_attn_layer_norm = nn.LayerNorm(d, eps=eps)
 
-    def forward(self, x: Tensor, memory: Tensor, src_padding: Optional[Tensor], rope) -> Tensor:
+    def forward(self, x: Tensor, memory: Optional[Tensor], src_padding: Optional[Tensor], rope,
+                self_padding: Optional[Tensor] = None) -> Tensor:
+        """self_padding [B, T] (True = pad) masks the decoder's own padded positions as keys."""
         x = self._block(x, self.self_attn_layer_norm,
-                        lambda h: self.self_attn(h, h, causal=True, rope=rope))
-        x = self._block(x, self.encoder_attn_layer_norm,
-                        lambda h: self.encoder_attn(h, memory, key_padding_mask=src_padding))
+                        lambda h: self.self_attn(h, h, key_padding_mask=self_padding,
+                                                 causal=True, rope=rope))
+        if self.cross:
+            x = self._block(x, self.encoder_attn_layer_norm,
+                            lambda h: self.encoder_attn(h, memory, key_padding_mask=src_padding))
         return self._block(x, self.final_layer_norm, self._ffn)
 
 
@@ -440,7 +528,8 @@ class _Model(nn.Module):
         shared = cfg["share_encoder_decoder_embeddings"]
         if shared:
             self.shared = nn.Embedding(cfg["vocab_size"], cfg["d_model"])
-        self.encoder = Stack(cfg, "encoder", own_embeddings=not shared)
+        if cfg["encoder_layers"] > 0:  # decoder-only models have no model.encoder.*
+            self.encoder = Stack(cfg, "encoder", own_embeddings=not shared)
         self.decoder = Stack(cfg, "decoder", own_embeddings=not shared)
 
     def encoder_embeddings(self) -> Tensor:
@@ -450,12 +539,232 @@ class _Model(nn.Module):
         return self.shared.weight if hasattr(self, "shared") else self.decoder.embed_tokens.weight
 
 
-class OrdoModel(nn.Module):
-    """An ordo encoder-decoder. state_dict() keys are the model.safetensors tensor names.
+# ----------------------------------------------------------------------------------------
+# Search, shared by every model
+# ----------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module):
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _check_beam_arguments(beam_size: int, n_best: int, max_length: int) -> None:
+    K = int(beam_size)
+    if K < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    if not 1 <= n_best <= K:
+        raise ValueError(f"n_best must be in [1, beam_size={K}], got {n_best}")
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+
+
+def _beam_search(next_logits, eos_ids: Sequence[int], beam_size: int, n_best: int,
+                 length_penalty: float, max_length: int,
+                 min_length: int) -> Tuple[List[dict], float]:
+    """OrdoModel.beam_search's BEAM SEARCH over next_logits(prefixes) -> the float32
+    logits [len(prefixes), V] of the next token after each live prefix. A token is "eos"
+    if it is any of eos_ids."""
+    _check_beam_arguments(beam_size, n_best, max_length)
+    K = int(beam_size)
+    eos_set = set(eos_ids)
+    eos_list = sorted(eos_set)
+    alpha = float(length_penalty)
+    gaps: List[float] = []
+    pool: List[list] = []  # [ids, score, normalized, finished, counter]
+    counter = 0
+
+    def worst_index() -> int:
+        return min(range(len(pool)), key=lambda i: (pool[i][2], -pool[i][4]))
+
+    def offer(ids: List[int], score: float, finished: bool) -> None:
+        nonlocal counter
+        normalized = score / len(ids) ** alpha
+        if len(pool) >= K:
+            w = worst_index()
+            gaps.append(abs(normalized - pool[w][2]))
+            if not normalized > pool[w][2]:
+                return
+            rest = [e[2] for i, e in enumerate(pool) if i != w]
+            if rest:  # which entry is evicted is a decision too
+                gaps.append(abs(min(rest) - pool[w][2]))
+            del pool[w]
+        pool.append([ids, score, normalized, finished, counter])
+        counter += 1
+
+    live: List[Tuple[List[int], float]] = [([], 0.0)]
+    while True:
+        L = len(live[0][0])
+        logits = next_logits([prefix for prefix, _ in live])
+        lp = torch.log_softmax(logits.to(torch.float64), dim=-1)
+        if L + 1 < min_length:
+            lp[:, eos_list] = -math.inf
+        V = lp.shape[-1]
+        scores = torch.tensor([s for _, s in live], dtype=torch.float64)
+        totals = (scores[:, None] + lp).flatten().numpy()
+        if np.isnan(totals).any():
+            raise FloatingPointError("NaN log-probabilities in beam search")
+        keep = np.flatnonzero(totals != -np.inf)
+        order = keep[np.lexsort((keep, -totals[keep]))]  # total desc, then b, v
+        head = totals[order[: 2 * K + 1]]
+        gaps.extend(np.abs(np.diff(head)).tolist())
+        new_live: List[Tuple[List[int], float]] = []
+        for r, flat in enumerate(order[: 2 * K].tolist()):
+            b, v = divmod(flat, V)
+            total = float(totals[flat])
+            if v in eos_set:
+                if r < K:
+                    offer(live[b][0] + [v], total, True)
+                continue
+            new_live.append((live[b][0] + [v], total))
+            if len(new_live) == K:
+                break
+        live = new_live
+        if not live:
+            break
+        L = len(live[0][0])
+        if L == max_length:
+            for prefix, score in live:
+                offer(prefix, score, False)
+            break
+        if len(pool) == K:
+            bound = max(s for _, s in live) / L ** alpha
+            worst = pool[worst_index()][2]
+            gaps.append(abs(bound - worst))
+            if bound <= worst:
+                break
+    ranked = sorted(pool, key=lambda e: (-e[2], e[4]))
+    head = [e[2] for e in ranked[: n_best + 1]]
+    gaps.extend(abs(x - y) for x, y in zip(head, head[1:]))
+    hypotheses = [{"ids": list(e[0]), "score": e[1], "normalized_score": e[2],
+                   "finished": e[3]} for e in ranked[:n_best]]
+    return hypotheses, min(gaps, default=math.inf)
+
+
+class GenerationMixin:
+    """The generation API of a decoder-only language model (OrdoModel with encoder_layers
+    0, LlamaModel). A prompt is the decoder's input as it is (nothing is prepended);
+    every sequence's positions start at 0 (plus position_offset, for ordo).
+
+    The model provides `lm_logits(ids [B, T], padding [B, T] or None) -> [B, T, V]`
+    (causal: row t depends on ids[:, :t + 1] only; padding True = a right-padded slot,
+    masked as a key), `eos_ids` (a tuple: emitting any of them ends a sequence) and
+    `lm_pad_id` (the id right-padding is written with; padded slots are masked and
+    their outputs never read, so it does not change any result).
+
+    Log-probabilities are log_softmax in float64 of the float32 logits. Greedy ties go
+    to the lowest id. The *_batch methods compute, in one right-padded batch, what the
+    one-sequence methods compute for each sequence.
+    """
+
+    def _padded(self, rows: List[List[int]]) -> Tuple[Tensor, Optional[Tensor], Tensor]:
+        """Right-padded ids [B, T] (lm_pad_id), padding [B, T] (True = pad; None for a
+        batch of one), lengths [B]."""
+        if any(not r for r in rows):
+            raise ValueError("every sequence needs at least one token")
+        T = max(map(len, rows))
+        ids = torch.tensor([r + [self.lm_pad_id] * (T - len(r)) for r in rows], dtype=torch.long)
+        lengths = torch.tensor([len(r) for r in rows])
+        padding = None if len(rows) == 1 else torch.arange(T)[None, :] >= lengths[:, None]
+        return ids, padding, lengths
+
+    def lm_score(self, ids: Sequence[int]) -> List[float]:
+        """[log p(ids[t] | ids[:t]) for t = 1 .. len(ids) - 1] (n - 1 values; ids needs
+        at least one token)."""
+        return self.lm_score_batch([ids])[0]
+
+    def lm_score_batch(self, sequences: Sequence[Sequence[int]]) -> List[List[float]]:
+        """lm_score of each sequence, all of them in one right-padded batch."""
+        rows = [list(r) for r in sequences]
+        if not rows:
+            return []
+        with _eval_mode(self):
+            ids, padding, _ = self._padded(rows)
+            logp = torch.log_softmax(self.lm_logits(ids, padding).to(torch.float64), dim=-1)
+            nxt = torch.cat([ids[:, 1:], ids[:, :1]], dim=1)  # next token (last: unused)
+            picked = logp.gather(2, nxt[:, :, None])[:, :, 0].tolist()
+            return [row[:len(r) - 1] for row, r in zip(picked, rows)]
+
+    def lm_greedy(self, prompt_ids: Sequence[int],
+                  max_length: int) -> Tuple[List[int], List[float]]:
+        """Greedy continuation of a prompt: up to max_length generated tokens (the prompt
+        excluded), stopping after the first eos (included). Returns (ids, margins), the
+        margin of a step being top1 - top2 of its logits. Each step runs the whole
+        sequence so far (no cache)."""
+        ids, margins = self.lm_greedy_batch([prompt_ids], max_length)
+        return ids[0], margins[0]
+
+    def lm_greedy_batch(self, prompts: Sequence[Sequence[int]],
+                        max_length: int) -> Tuple[List[List[int]], List[List[float]]]:
+        """lm_greedy of each prompt; each step runs every sequence (prompt + generated so
+        far) as one right-padded batch and reads each one's logits at its own last token;
+        a finished sequence stays in the batch unchanged and its outputs are ignored."""
+        seqs = [list(p) for p in prompts]
+        B = len(seqs)
+        out: List[List[int]] = [[] for _ in range(B)]
+        margins: List[List[float]] = [[] for _ in range(B)]
+        if B == 0:
+            return out, margins
+        eos = set(self.eos_ids)
+        done = [False] * B
+        with _eval_mode(self):
+            for _ in range(max_length):
+                ids, padding, lengths = self._padded(seqs)
+                logits = self.lm_logits(ids, padding)[torch.arange(B), lengths - 1]  # [B, V]
+                best = torch.argmax(logits, dim=-1).tolist()  # first maximum
+                if logits.shape[-1] > 1:
+                    top2 = torch.topk(logits, 2).values
+                    gaps = (top2[:, 0] - top2[:, 1]).tolist()
+                else:
+                    gaps = [math.inf] * B
+                for b in range(B):
+                    if done[b]:
+                        continue
+                    out[b].append(best[b])
+                    margins[b].append(float(gaps[b]))
+                    seqs[b].append(best[b])
+                    done[b] = best[b] in eos
+                if all(done):
+                    break
+        return out, margins
+
+    def lm_beam_search(self, prompt_ids: Sequence[int], beam_size: int, n_best: int,
+                       length_penalty: float, max_length: int,
+                       min_length: int = 0) -> Tuple[List[dict], float]:
+        """OrdoModel.beam_search's BEAM SEARCH (and min_margin) with a beam's decoder
+        input = prompt + prefix instead of [decoder_start] + prefix, and eos = any of
+        eos_ids. Hypothesis ids are the generated tokens only (prefix lengths, hence
+        max_length, min_length and the length penalty, do not count the prompt)."""
+        _check_beam_arguments(beam_size, n_best, max_length)
+        prompt = list(prompt_ids)
+        if not prompt:
+            raise ValueError("lm_beam_search needs a prompt of at least one token")
+
+        def next_logits(prefixes: List[List[int]]) -> Tensor:
+            ids = torch.tensor([prompt + prefix for prefix in prefixes], dtype=torch.long)
+            return self.lm_logits(ids, None)[:, -1]
+
+        with _eval_mode(self):
+            return _beam_search(next_logits, self.eos_ids, beam_size, n_best, length_penalty,
+                                max_length, min_length)
+
+
+class OrdoModel(GenerationMixin, nn.Module):
+    """An ordo encoder-decoder, or with encoder_layers 0 a decoder-only language model.
+    state_dict() keys are the model.safetensors tensor names.
 
     Construction initialises weights for training (reset_parameters); a model for
     inference comes from load_model_dir. `dropout` (residual and embedding dropout, as
     Vaswani et al.) is only active in training mode.
+
+    An encoder-decoder has encode/decode/forward, greedy, score, their *_batch forms and
+    beam_search; a decoder-only model has lm_logits and GenerationMixin's lm_* methods
+    (eos_ids = (eos_token_id,), padding with pad_token_id). Each kind refuses the other's.
     """
 
     def __init__(self, config: dict, final_logits_bias: bool = False, dropout: float = 0.0):
@@ -503,8 +812,15 @@ class OrdoModel(nn.Module):
         """ids == pad_token_id (True = pad), for src_padding."""
         return ids.eq(self.config["pad_token_id"])
 
+    @property
+    def decoder_only(self) -> bool:
+        return self.config["encoder_layers"] == 0
+
     def encode(self, src_ids: Tensor, src_padding: Optional[Tensor] = None) -> Tensor:
         """[B, S] ids -> [B, S, D]. src_padding [B, S] bool, True = pad; None = no padding."""
+        if self.decoder_only:
+            raise ValueError("a decoder-only model (encoder_layers 0) has no encoder: "
+                             "use lm_logits and the lm_* methods")
         enc = self.model.encoder
         x = enc.embed(src_ids, self.model.encoder_embeddings())
         rope = enc.rope()
@@ -512,14 +828,17 @@ class OrdoModel(nn.Module):
             x = layer(x, src_padding, rope)
         return enc.finish(x)
 
-    def decode(self, memory: Tensor, src_padding: Optional[Tensor], tgt_in_ids: Tensor) -> Tensor:
-        """Logits [B, T, V] for decoder inputs [B, T] (causal), given encoder output."""
+    def decode(self, memory: Optional[Tensor], src_padding: Optional[Tensor], tgt_in_ids: Tensor,
+               tgt_padding: Optional[Tensor] = None) -> Tensor:
+        """Logits [B, T, V] for decoder inputs [B, T] (causal), given encoder output (None
+        for a decoder-only model). tgt_padding [B, T] (True = pad) masks padded decoder
+        inputs as self-attention keys."""
         dec = self.model.decoder
         table = self.model.decoder_embeddings()
         x = dec.embed(tgt_in_ids, table)
         rope = dec.rope()
         for layer in dec.layers:
-            x = layer(x, memory, src_padding, rope)
+            x = layer(x, memory, src_padding, rope, tgt_padding)
         x = dec.finish(x)
         logits = F.linear(x, self.lm_head.weight if hasattr(self, "lm_head") else table)
         if hasattr(self, "final_logits_bias"):
@@ -529,6 +848,22 @@ class OrdoModel(nn.Module):
     def forward(self, src_ids: Tensor, tgt_in_ids: Tensor,
                 src_padding: Optional[Tensor] = None) -> Tensor:
         return self.decode(self.encode(src_ids, src_padding), src_padding, tgt_in_ids)
+
+    def lm_logits(self, ids: Tensor, padding: Optional[Tensor] = None) -> Tensor:
+        """A decoder-only model's logits [B, T, V] for inputs [B, T]: the decoder with no
+        cross-attention, positions position_offset + t. padding [B, T], True = pad."""
+        if not self.decoder_only:
+            raise ValueError("lm_logits needs a decoder-only model (encoder_layers 0); "
+                             "an encoder-decoder decodes with decode/greedy/beam_search")
+        return self.decode(None, None, ids, padding)
+
+    @property
+    def eos_ids(self) -> Tuple[int, ...]:
+        return (self.config["eos_token_id"],)
+
+    @property
+    def lm_pad_id(self) -> int:
+        return self.config["pad_token_id"]
 
     # -- inference -------------------------------------------------------------------
     @torch.no_grad()
@@ -693,92 +1028,283 @@ class OrdoModel(nn.Module):
         entry; |bound - worst| of every stopping test evaluated; the adjacent gaps of
         the first n_best + 1 normalized scores of the final ranking.
         """
-        K = int(beam_size)
-        if K < 1:
-            raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-        if not 1 <= n_best <= K:
-            raise ValueError(f"n_best must be in [1, beam_size={K}], got {n_best}")
-        if max_length < 1:
-            raise ValueError(f"max_length must be >= 1, got {max_length}")
-        was_training = self.training
-        self.eval()
-        try:
-            cfg = self.config
-            eos, start = cfg["eos_token_id"], cfg["decoder_start_token_id"]
-            alpha = float(length_penalty)
+        _check_beam_arguments(beam_size, n_best, max_length)
+        start = self.config["decoder_start_token_id"]
+        with _eval_mode(self):
             memory = self.encode(torch.tensor([list(src_ids)], dtype=torch.long))
-            gaps: List[float] = []
-            pool: List[list] = []  # [ids, score, normalized, finished, counter]
-            counter = 0
 
-            def worst_index() -> int:
-                return min(range(len(pool)), key=lambda i: (pool[i][2], -pool[i][4]))
+            def next_logits(prefixes: List[List[int]]) -> Tensor:
+                tgt = torch.tensor([[start] + prefix for prefix in prefixes], dtype=torch.long)
+                return self.decode(memory.expand(len(prefixes), -1, -1), None, tgt)[:, -1]
 
-            def offer(ids: List[int], score: float, finished: bool) -> None:
-                nonlocal counter
-                normalized = score / len(ids) ** alpha
-                if len(pool) >= K:
-                    w = worst_index()
-                    gaps.append(abs(normalized - pool[w][2]))
-                    if not normalized > pool[w][2]:
-                        return
-                    rest = [e[2] for i, e in enumerate(pool) if i != w]
-                    if rest:  # which entry is evicted is a decision too
-                        gaps.append(abs(min(rest) - pool[w][2]))
-                    del pool[w]
-                pool.append([ids, score, normalized, finished, counter])
-                counter += 1
+            return _beam_search(next_logits, (self.config["eos_token_id"],), beam_size, n_best,
+                                length_penalty, max_length, min_length)
 
-            live: List[Tuple[List[int], float]] = [([], 0.0)]
-            while True:
-                L = len(live[0][0])
-                tgt = torch.tensor([[start] + prefix for prefix, _ in live], dtype=torch.long)
-                logits = self.decode(memory.expand(len(live), -1, -1), None, tgt)[:, -1]
-                lp = torch.log_softmax(logits.to(torch.float64), dim=-1)
-                if L + 1 < min_length:
-                    lp[:, eos] = -math.inf
-                V = lp.shape[-1]
-                scores = torch.tensor([s for _, s in live], dtype=torch.float64)
-                totals = (scores[:, None] + lp).flatten().numpy()
-                if np.isnan(totals).any():
-                    raise FloatingPointError("NaN log-probabilities in beam search")
-                keep = np.flatnonzero(totals != -np.inf)
-                order = keep[np.lexsort((keep, -totals[keep]))]  # total desc, then b, v
-                head = totals[order[: 2 * K + 1]]
-                gaps.extend(np.abs(np.diff(head)).tolist())
-                new_live: List[Tuple[List[int], float]] = []
-                for r, flat in enumerate(order[: 2 * K].tolist()):
-                    b, v = divmod(flat, V)
-                    total = float(totals[flat])
-                    if v == eos:
-                        if r < K:
-                            offer(live[b][0] + [eos], total, True)
-                        continue
-                    new_live.append((live[b][0] + [v], total))
-                    if len(new_live) == K:
-                        break
-                live = new_live
-                if not live:
-                    break
-                L = len(live[0][0])
-                if L == max_length:
-                    for prefix, score in live:
-                        offer(prefix, score, False)
-                    break
-                if len(pool) == K:
-                    bound = max(s for _, s in live) / L ** alpha
-                    worst = pool[worst_index()][2]
-                    gaps.append(abs(bound - worst))
-                    if bound <= worst:
-                        break
-            ranked = sorted(pool, key=lambda e: (-e[2], e[4]))
-            head = [e[2] for e in ranked[: n_best + 1]]
-            gaps.extend(abs(x - y) for x, y in zip(head, head[1:]))
-            hypotheses = [{"ids": list(e[0]), "score": e[1], "normalized_score": e[2],
-                           "finished": e[3]} for e in ranked[:n_best]]
-            return hypotheses, min(gaps, default=math.inf)
-        finally:
-            self.train(was_training)
+
+# ----------------------------------------------------------------------------------------
+# The Hugging Face LLaMA layout
+# ----------------------------------------------------------------------------------------
+
+_LLAMA_DTYPES = ("float32", "float16", "bfloat16")
+# (key, kind, default); kind as _SCHEMA's, plus "eos" (an int or a non-empty list of
+# ints) and "nullable_int" (absent, null or an int: kept exactly as given).
+_LLAMA_SCHEMA = [
+    ("model_type", "str", _REQUIRED),
+    ("vocab_size", "int", _REQUIRED),
+    ("hidden_size", "int", _REQUIRED),
+    ("intermediate_size", "int", _REQUIRED),
+    ("num_hidden_layers", "int", _REQUIRED),
+    ("num_attention_heads", "int", _REQUIRED),
+    ("num_key_value_heads", "optional_int", None),  # None: = num_attention_heads
+    ("head_dim", "optional_int", None),             # None: = hidden_size / num_attention_heads
+    ("hidden_act", "str", "silu"),
+    ("max_position_embeddings", "int", 2048),
+    ("rms_norm_eps", "float", 1e-6),
+    ("rope_theta", "float", 10000.0),
+    ("rope_scaling", "null", None),
+    ("attention_bias", "bool", False),
+    ("mlp_bias", "bool", False),
+    ("tie_word_embeddings", "bool", False),
+    ("bos_token_id", "nullable_int", None),
+    ("eos_token_id", "eos", _REQUIRED),
+    ("pad_token_id", "nullable_int", None),
+    ("torch_dtype", "str", "float32"),
+]
+LLAMA_CONFIG_KEYS = tuple(key for key, _, _ in _LLAMA_SCHEMA)
+
+
+def llama_config(partial: dict) -> dict:
+    """A Hugging Face LLaMA config.json, validated, defaults filled in ([default]):
+    model_type "llama", vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+    num_attention_heads, num_key_value_heads [= heads, must divide them], head_dim
+    [hidden_size / heads; any even size], hidden_act ["silu", the only one],
+    max_position_embeddings [2048, informational: RoPE has no table], rms_norm_eps
+    [1e-6], rope_theta [10000], rope_scaling [null, the only one], attention_bias
+    [false], mlp_bias [false], tie_word_embeddings [false], bos_token_id and
+    pad_token_id (absent, null or an id: kept as given), eos_token_id (an id or a
+    non-empty list of ids; required), torch_dtype ["float32" | "float16" | "bfloat16",
+    informational]. Other keys (architectures, transformers_version, ...) are kept after
+    these. Raises ValueError naming the offending key.
+    """
+    if not isinstance(partial, dict):
+        raise ValueError(f"config must be a JSON object, got {type(partial).__name__}")
+    cfg = {}
+    for key, kind, default in _LLAMA_SCHEMA:
+        present = key in partial
+        value = partial.get(key)
+        if kind == "nullable_int":
+            if present:
+                cfg[key] = None if value is None else _check_type(key, "int", value)
+        elif kind == "null":
+            if value is not None:
+                raise ValueError(f"config key '{key}' must be null (not supported), got {value!r}")
+            cfg[key] = None
+        elif kind == "eos":
+            if value is None:
+                raise ValueError(f"config key '{key}' is required")
+            ids = value if isinstance(value, list) else [value]
+            if not ids:
+                raise ValueError(f"config key '{key}' must be an id or a non-empty list of ids")
+            for v in ids:
+                _check_type(key, "int", v)
+            cfg[key] = list(value) if isinstance(value, list) else value
+        elif value is not None:
+            cfg[key] = _check_type(key, kind, value)
+        elif default is _REQUIRED:
+            raise ValueError(f"config key '{key}' is required")
+        elif key == "num_key_value_heads":
+            cfg[key] = cfg["num_attention_heads"]
+        elif key == "head_dim":
+            if cfg["hidden_size"] % cfg["num_attention_heads"] != 0:
+                raise ValueError(f"config key 'num_attention_heads': hidden_size="
+                                 f"{cfg['hidden_size']} is not divisible by "
+                                 f"{cfg['num_attention_heads']} heads (or give head_dim)")
+            cfg[key] = cfg["hidden_size"] // cfg["num_attention_heads"]
+        else:
+            cfg[key] = default
+    for key, value in partial.items():
+        if key not in cfg and key not in LLAMA_CONFIG_KEYS:
+            cfg[key] = value
+    if cfg["model_type"] != "llama":
+        raise ValueError(f"config key 'model_type' must be \"llama\", got {cfg['model_type']!r}")
+    for key in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                "num_attention_heads", "num_key_value_heads", "head_dim",
+                "max_position_embeddings"):
+        if cfg[key] < 1:
+            raise ValueError(f"config key '{key}' must be >= 1, got {cfg[key]}")
+    if cfg["num_attention_heads"] % cfg["num_key_value_heads"] != 0:
+        raise ValueError(f"config key 'num_key_value_heads': num_attention_heads="
+                         f"{cfg['num_attention_heads']} is not divisible by "
+                         f"{cfg['num_key_value_heads']}")
+    if cfg["head_dim"] % 2 != 0:
+        raise ValueError(f"config key 'head_dim': rope needs an even head_dim, "
+                         f"got {cfg['head_dim']}")
+    if cfg["hidden_act"] != "silu":
+        raise ValueError(f"config key 'hidden_act' must be \"silu\", got {cfg['hidden_act']!r}")
+    if cfg["torch_dtype"] not in _LLAMA_DTYPES:
+        raise ValueError(f"config key 'torch_dtype' must be one of {' | '.join(_LLAMA_DTYPES)}, "
+                         f"got {cfg['torch_dtype']!r}")
+    for key in ("rms_norm_eps", "rope_theta"):
+        if cfg[key] <= 0:
+            raise ValueError(f"config key '{key}' must be > 0, got {cfg[key]}")
+    V = cfg["vocab_size"]
+    eos = cfg["eos_token_id"]
+    for key, ids in (("bos_token_id", [cfg.get("bos_token_id")]),
+                     ("pad_token_id", [cfg.get("pad_token_id")]),
+                     ("eos_token_id", eos if isinstance(eos, list) else [eos])):
+        for v in ids:
+            if v is not None and not 0 <= v < V:
+                raise ValueError(f"config key '{key}' must be in [0, {V}), got {v}")
+    return cfg
+
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
+    """weight * (x / sqrt(mean(x^2) + eps)) over the last dimension, in float32
+    (Zhang & Sennrich 2019; no mean subtraction, no bias)."""
+    x = x.to(torch.float32)
+    return weight * (x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        return rms_norm(x, self.weight, self.eps)
+
+
+class LlamaAttention(nn.Module):
+    """q_proj [heads*head_dim, hidden], k_proj/v_proj [kv_heads*head_dim, hidden], o_proj
+    [hidden, heads*head_dim] (biases when attention_bias). q and k are rotated per head by
+    RoPE (half layout, positions 0..T-1); query head h reads K/V head h // (heads /
+    kv_heads); softmax(q k^T / sqrt(head_dim) + causal and padding masks) v."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        hidden, bias = cfg["hidden_size"], cfg["attention_bias"]
+        self.heads, self.kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        self.head_dim, self.theta = cfg["head_dim"], cfg["rope_theta"]
+        self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=bias)
+
+    def forward(self, x: Tensor, padding: Optional[Tensor]) -> Tensor:
+        B, T, _ = x.shape
+
+        def split(t: Tensor, heads: int) -> Tensor:
+            return t.view(B, T, heads, self.head_dim).transpose(1, 2)
+
+        q = split(self.q_proj(x), self.heads)
+        k = split(self.k_proj(x), self.kv_heads)
+        v = split(self.v_proj(x), self.kv_heads)
+        positions = torch.arange(T)
+        q = rope_rotate(q, positions, self.theta, "half")
+        k = rope_rotate(k, positions, self.theta, "half")
+        group = self.heads // self.kv_heads
+        if group > 1:
+            k, v = repeat_kv(k, group), repeat_kv(v, group)
+        out = explicit_attention(q, k, v, padding, causal=True)
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
+
+
+class LlamaMLP(nn.Module):
+    """SwiGLU (Shazeer 2020): down_proj(silu(gate_proj(x)) * up_proj(x)),
+    silu(z) = z * sigmoid(z); biases when mlp_bias."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        hidden, inner, bias = cfg["hidden_size"], cfg["intermediate_size"], cfg["mlp_bias"]
+        self.gate_proj = nn.Linear(hidden, inner, bias=bias)
+        self.up_proj = nn.Linear(hidden, inner, bias=bias)
+        self.down_proj = nn.Linear(inner, hidden, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.self_attn = LlamaAttention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+        self.mlp = LlamaMLP(cfg)
+
+    def forward(self, h: Tensor, padding: Optional[Tensor]) -> Tensor:
+        h = h + self.self_attn(self.input_layernorm(h), padding)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class _LlamaBody(nn.Module):
+    """The `model.` prefix of the tensor names."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
+        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg) for _ in range(cfg["num_hidden_layers"]))
+        self.norm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
+
+
+class LlamaModel(GenerationMixin, nn.Module):
+    """A LLaMA decoder (Touvron et al. 2023, as Hugging Face's LlamaForCausalLM lays it
+    out); state_dict() keys are the Hugging Face tensor names: model.embed_tokens.weight,
+    model.layers.{i}.{input_layernorm, post_attention_layernorm}.weight,
+    model.layers.{i}.self_attn.{q,k,v,o}_proj.weight (+ .bias when attention_bias),
+    model.layers.{i}.mlp.{gate,up,down}_proj.weight (+ .bias when mlp_bias),
+    model.norm.weight, lm_head.weight (absent when tie_word_embeddings: the logits then
+    use model.embed_tokens.weight).
+
+    h = embed(ids); per layer h = h + attn(RMSNorm(h)), h = h + mlp(RMSNorm(h));
+    logits = lm_head(RMSNorm(h)). No dropout, no scaled embedding, no position table.
+    Generation: GenerationMixin, eos = any of eos_token_id's ids, padding written with
+    pad_token_id (0 when it is absent or null).
+    """
+
+    def __init__(self, config: dict):
+        super().__init__()
+        self.config = llama_config(config)
+        cfg = self.config
+        self.model = _LlamaBody(cfg)
+        if not cfg["tie_word_embeddings"]:
+            self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self, std: float = 0.02) -> None:
+        """Training init (Hugging Face's): linear weights and embeddings N(0, std), biases
+        0, RMSNorm weights 1."""
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                m.weight.normal_(0.0, std)
+                if getattr(m, "bias", None) is not None:
+                    m.bias.zero_()
+            elif isinstance(m, RMSNorm):
+                m.weight.fill_(1.0)
+
+    def lm_logits(self, ids: Tensor, padding: Optional[Tensor] = None) -> Tensor:
+        """Logits [B, T, V] for ids [B, T] (positions 0..T-1); padding [B, T], True = pad."""
+        table = self.model.embed_tokens.weight
+        h = F.embedding(ids, table)
+        for layer in self.model.layers:
+            h = layer(h, padding)
+        h = self.model.norm(h)
+        return F.linear(h, self.lm_head.weight if hasattr(self, "lm_head") else table)
+
+    def forward(self, ids: Tensor, padding: Optional[Tensor] = None) -> Tensor:
+        return self.lm_logits(ids, padding)
+
+    @property
+    def eos_ids(self) -> Tuple[int, ...]:
+        eos = self.config["eos_token_id"]
+        return tuple(eos) if isinstance(eos, list) else (eos,)
+
+    @property
+    def lm_pad_id(self) -> int:
+        pad = self.config.get("pad_token_id")
+        return 0 if pad is None else pad
 
 
 # ----------------------------------------------------------------------------------------
@@ -899,7 +1425,7 @@ _SAVE_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat
 
 
 @torch.no_grad()
-def round_weights_(model: OrdoModel, dtype: str) -> OrdoModel:
+def round_weights_(model: nn.Module, dtype: str) -> nn.Module:
     """Rounds every parameter in place to `dtype` (F32 | F16 | BF16) and back to float32,
     so the model computes with exactly what a file of that dtype holds."""
     if dtype not in _SAVE_DTYPES:
@@ -951,5 +1477,119 @@ def load_model_dir(path) -> OrdoModel:
                              f"{list(t.shape)}, expected {list(expected[name].shape)}")
         if not t.is_floating_point():
             raise ValueError(f"{path / 'model.safetensors'}: tensor '{name}' is {t.dtype}")
+    model.load_state_dict({k: v.to(torch.float32) for k, v in tensors.items()}, strict=True)
+    return model.eval()
+
+
+_TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+LLAMA_INDEX = "model.safetensors.index.json"
+
+
+def _shard_name(i: int, n: int) -> str:
+    return f"model-{i:05d}-of-{n:05d}.safetensors"
+
+
+def save_llama_dir(model: LlamaModel, out_dir, dtype: str = "F32", shards: int = 1,
+                   extra_config: Optional[dict] = None) -> None:
+    """Writes a Hugging Face-style LLaMA directory: config.json (the full config, with
+    torch_dtype set to dtype's name, plus extra_config) and the state_dict in `dtype`
+    (F32 | F16 | BF16; the in-memory model is rounded to it first, as round_weights_).
+
+    shards=1: model.safetensors. shards=N>1: the tensors, in state_dict order, cut into N
+    contiguous runs of about equal bytes, written as model-0000i-of-0000N.safetensors
+    (i = 1..N, 5 digits each, as Hugging Face names them), plus model.safetensors.index.json
+    = {"metadata": {"total_size": bytes of all tensors' data}, "weight_map": {tensor
+    name: shard file name}} (keys sorted, indent 2). Every safetensors file carries
+    the metadata {"format": "pt"}.
+    """
+    round_weights_(model, dtype)
+    tensors = {k: v.detach().to(_SAVE_DTYPES[dtype]) for k, v in model.state_dict().items()}
+    if not 1 <= shards <= len(tensors):
+        raise ValueError(f"shards must be in [1, {len(tensors)}], got {shards}")
+    config = dict(model.config, torch_dtype=_TORCH_DTYPE_NAMES[dtype])
+    for key, value in (extra_config or {}).items():
+        if key in LLAMA_CONFIG_KEYS and config.get(key) != value:
+            raise ValueError(f"extra_config key '{key}' conflicts with the model's config "
+                             f"({value!r} != {config.get(key)!r})")
+        config[key] = value
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if shards == 1:
+        write_safetensors(out / "model.safetensors", tensors, metadata={"format": "pt"})
+        return
+    names = list(tensors)
+    sizes = [tensors[n].numel() * tensors[n].element_size() for n in names]
+    total = sum(sizes)
+    groups: List[List[str]] = [[]]
+    filled = 0
+    for i, (name, size) in enumerate(zip(names, sizes)):
+        # Start the next shard once this one holds its share, while enough tensors remain
+        # for the shards still to come; never leave a shard empty.
+        must_start = len(names) - i == shards - len(groups)
+        if groups[-1] and len(groups) < shards and (filled >= total * len(groups) / shards
+                                                    or must_start):
+            groups.append([])
+        groups[-1].append(name)
+        filled += size
+    assert len(groups) == shards and all(groups)
+    weight_map = {}
+    for i, group in enumerate(groups, start=1):
+        file = _shard_name(i, shards)
+        write_safetensors(out / file, {n: tensors[n] for n in group}, metadata={"format": "pt"})
+        weight_map.update({n: file for n in group})
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (out / LLAMA_INDEX).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+
+def load_llama_dir(path) -> LlamaModel:
+    """Loads a LLaMA directory (model.safetensors, or when there is none, the shards named
+    by model.safetensors.index.json) into a float32 LlamaModel in eval mode. The files
+    must hold exactly the tensors the config implies, with their shapes; with an index,
+    every shard's tensors must be mapped to that shard, every mapped tensor must be in
+    its shard, and total_size must be the bytes of all tensors' data."""
+    path = Path(path)
+    config = llama_config(json.loads((path / "config.json").read_text()))
+    if (path / "model.safetensors").exists():
+        source = path / "model.safetensors"
+        tensors = read_safetensors(source)
+    elif (path / LLAMA_INDEX).exists():
+        source = path / LLAMA_INDEX
+        index = json.loads(source.read_text())
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        if not (isinstance(weight_map, dict) and weight_map
+                and all(isinstance(v, str) for v in weight_map.values())):
+            raise ValueError(f"{source}: 'weight_map' must map tensor names to file names")
+        tensors, total = {}, 0
+        for file in sorted(set(weight_map.values())):
+            if Path(file).name != file:
+                raise ValueError(f"{source}: shard '{file}' is not a file name in the directory")
+            for name, t in read_safetensors(path / file).items():
+                if weight_map.get(name) != file:
+                    raise ValueError(f"{path / file}: tensor '{name}' is not mapped to this "
+                                     f"file by {LLAMA_INDEX}")
+                tensors[name] = t
+                total += t.numel() * t.element_size()
+        absent = sorted(set(weight_map) - set(tensors))
+        if absent:
+            raise ValueError(f"{source}: tensors {absent} are not in the shards they are mapped to")
+        declared = (index.get("metadata") or {}).get("total_size")
+        if declared is not None and declared != total:
+            raise ValueError(f"{source}: metadata.total_size is {declared}, but the tensors "
+                             f"hold {total} bytes")
+    else:
+        raise ValueError(f"{path}: neither model.safetensors nor {LLAMA_INDEX}")
+    model = LlamaModel(config)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        raise ValueError(f"{source}: missing tensors {missing}, unexpected tensors {unexpected}")
+    for name, t in tensors.items():
+        if tuple(t.shape) != tuple(expected[name].shape):
+            raise ValueError(f"{source}: tensor '{name}' has shape {list(t.shape)}, "
+                             f"expected {list(expected[name].shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"{source}: tensor '{name}' is {t.dtype}")
     model.load_state_dict({k: v.to(torch.float32) for k, v in tensors.items()}, strict=True)
     return model.eval()

@@ -24,8 +24,9 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_parity_models  # noqa: E402
 from ordo_torch import (  # noqa: E402
-    OrdoModel, explicit_attention, full_config, load_model_dir, read_safetensors,
-    rope_rotate, save_model_dir, sinusoidal_positions, write_safetensors)
+    Attention, LlamaModel, OrdoModel, explicit_attention, full_config, llama_config,
+    load_llama_dir, load_model_dir, read_safetensors, repeat_kv, rms_norm, rope_rotate,
+    save_llama_dir, save_model_dir, sinusoidal_positions, write_safetensors)
 
 torch.set_num_threads(1)
 
@@ -45,10 +46,11 @@ POSITION_VARIANTS = {
 }
 
 
-def random_model(seed=0, bias=False, **overrides) -> OrdoModel:
+def random_model(seed=0, bias=False, base=None, **overrides) -> OrdoModel:
     """A model with large random weights (outputs far from degenerate)."""
     torch.manual_seed(seed)
-    model = OrdoModel(dict(BASE, **overrides), final_logits_bias=bias).eval()
+    model = OrdoModel(dict(BASE if base is None else base, **overrides),
+                      final_logits_bias=bias).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name and name.endswith("weight"):
@@ -716,6 +718,447 @@ class BeamSearchTest(unittest.TestCase):
                 model.beam_search([4, 1], **dict(dict(length_penalty=1.0, max_length=5), **bad))
 
 
+# ----------------------------------------------------------------------------------------
+# Generation models: decoder-only ordo, grouped-query attention, LLaMA
+# ----------------------------------------------------------------------------------------
+
+LM = dict(vocab_size=40, d_model=16, encoder_layers=0, decoder_layers=2,
+          decoder_attention_heads=4, decoder_ffn_dim=32, max_position_embeddings=32,
+          pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+
+LLAMA = dict(model_type="llama", vocab_size=30, hidden_size=16, intermediate_size=24,
+             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             bos_token_id=2, eos_token_id=1, pad_token_id=0)
+
+
+def random_lm(seed=0, bias=False, **overrides) -> OrdoModel:
+    """A decoder-only ordo model with large random weights."""
+    return random_model(seed, bias, base=LM, **overrides)
+
+
+def random_llama(seed=0, **overrides) -> LlamaModel:
+    """A LLaMA model with large random weights (embeddings N(0, 1), norms 1 + N(0, 0.2),
+    the rest N(0, 0.4))."""
+    model = LlamaModel(dict(LLAMA, **overrides)).eval()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.4 * torch.randn(p.shape, generator=g))
+    return model
+
+
+def naive_llama_logits(model: LlamaModel, ids) -> np.ndarray:
+    """Logits [T, V] in float64, written from the formulas: for each t the whole prefix
+    ids[:t + 1] is recomputed (no cache), position by position and head by head; RoPE as
+    complex multiplication of (x_i, x_{i + hd/2}) by e^{i p theta^(-2i/hd)}."""
+    c = model.config
+    w = {k: v.double().numpy() for k, v in model.state_dict().items()}
+    H, KV, hd, eps = (c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
+                      c["rms_norm_eps"])
+    freqs = c["rope_theta"] ** (-2.0 * np.arange(hd // 2) / hd)
+
+    def rms(x, weight):
+        return weight * x / math.sqrt(float(np.mean(x * x)) + eps)
+
+    def linear(name, x):
+        y = w[name + ".weight"] @ x
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+
+    def rope(v, p):
+        z = (v[: hd // 2] + 1j * v[hd // 2:]) * np.exp(1j * p * freqs)
+        return np.concatenate([z.real, z.imag])
+
+    out_table = w["lm_head.weight"] if "lm_head.weight" in w else w["model.embed_tokens.weight"]
+    logits = []
+    for t in range(len(ids)):
+        hs = [w["model.embed_tokens.weight"][i] for i in ids[:t + 1]]
+        for layer in range(c["num_hidden_layers"]):
+            pre = f"model.layers.{layer}."
+            xs = [rms(h, w[pre + "input_layernorm.weight"]) for h in hs]
+            qs = [linear(pre + "self_attn.q_proj", x).reshape(H, hd) for x in xs]
+            ks = [linear(pre + "self_attn.k_proj", x).reshape(KV, hd) for x in xs]
+            vs = [linear(pre + "self_attn.v_proj", x).reshape(KV, hd) for x in xs]
+            new = []
+            for s in range(t + 1):
+                heads = []
+                for h in range(H):
+                    g = h // (H // KV)
+                    q = rope(qs[s][h], s)
+                    scores = np.array([rope(ks[u][g], u) @ q for u in range(s + 1)]) / math.sqrt(hd)
+                    p = np.exp(scores - scores.max())
+                    p /= p.sum()
+                    heads.append(sum(p[u] * vs[u][g] for u in range(s + 1)))
+                h1 = hs[s] + linear(pre + "self_attn.o_proj", np.concatenate(heads))
+                x2 = rms(h1, w[pre + "post_attention_layernorm.weight"])
+                gate = linear(pre + "mlp.gate_proj", x2)
+                silu = gate / (1 + np.exp(-gate))
+                up = linear(pre + "mlp.up_proj", x2)
+                new.append(h1 + linear(pre + "mlp.down_proj", silu * up))
+            hs = new
+        logits.append(out_table @ rms(hs[t], w["model.norm.weight"]))
+    return np.array(logits)
+
+
+def log_softmax64(x: np.ndarray) -> np.ndarray:
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+class GenerationConfigTest(unittest.TestCase):
+    def test_native_keys(self):
+        cfg = full_config(LM)
+        self.assertNotIn("encoder_attention_heads", cfg)  # absent stays absent
+        self.assertNotIn("encoder_ffn_dim", cfg)
+        self.assertNotIn("num_key_value_heads", cfg)
+        cfg = full_config(dict(LM, num_key_value_heads=2, encoder_attention_heads=2,
+                               encoder_ffn_dim=8))
+        self.assertEqual((cfg["num_key_value_heads"], cfg["encoder_attention_heads"]), (2, 2))
+        self.assertEqual(full_config(cfg), cfg)  # round trip
+        bad = {
+            "num_key_value_heads": dict(LM, num_key_value_heads=3),
+            "encoder_layers": dict(BASE, encoder_layers=-1),
+            "encoder_attention_heads": dict(LM, encoder_attention_heads=3),
+        }
+        for key, c in bad.items():
+            with self.subTest(key=key), self.assertRaisesRegex(ValueError, f"'{key}'"):
+                full_config(c)
+        partial = dict(BASE)
+        del partial["encoder_ffn_dim"]  # still required with an encoder
+        with self.assertRaisesRegex(ValueError, "'encoder_ffn_dim' is required"):
+            full_config(partial)
+
+    def test_llama_keys(self):
+        cfg = llama_config(dict(model_type="llama", vocab_size=10, hidden_size=8,
+                                intermediate_size=12, num_hidden_layers=1,
+                                num_attention_heads=2, eos_token_id=[1, 3], note="kept"))
+        self.assertEqual((cfg["num_key_value_heads"], cfg["head_dim"]), (2, 4))
+        self.assertEqual((cfg["rope_theta"], cfg["rms_norm_eps"], cfg["hidden_act"]),
+                         (10000.0, 1e-6, "silu"))
+        self.assertIs(cfg["tie_word_embeddings"], False)
+        self.assertIsNone(cfg["rope_scaling"])
+        self.assertNotIn("pad_token_id", cfg)  # absent stays absent, null stays null
+        self.assertIsNone(llama_config(dict(cfg, pad_token_id=None))["pad_token_id"])
+        self.assertEqual(cfg["eos_token_id"], [1, 3])
+        self.assertEqual(cfg["note"], "kept")
+        self.assertEqual(llama_config(cfg), cfg)
+        self.assertEqual(LlamaModel(cfg).eos_ids, (1, 3))
+        bad = {
+            "model_type": dict(cfg, model_type="mistral"),
+            "num_key_value_heads": dict(cfg, num_key_value_heads=3),
+            "head_dim": dict(cfg, head_dim=5),
+            "hidden_act": dict(cfg, hidden_act="gelu"),
+            "rope_scaling": dict(cfg, rope_scaling={"type": "linear", "factor": 2.0}),
+            "eos_token_id": dict(cfg, eos_token_id=[1, 10]),
+            "torch_dtype": dict(cfg, torch_dtype="int8"),
+        }
+        for key, c in bad.items():
+            with self.subTest(key=key), self.assertRaisesRegex(ValueError, f"'{key}'"):
+                llama_config(c)
+
+
+class LlamaPiecesTest(unittest.TestCase):
+    def test_rms_norm_formula(self):
+        g = torch.Generator().manual_seed(0)
+        x, weight = torch.randn(3, 5, 8, generator=g) * 3, torch.randn(8, generator=g)
+        got = rms_norm(x, weight, 1e-5)
+        self.assertEqual(got.dtype, torch.float32)
+        for row, out in zip(x.reshape(-1, 8).tolist(), got.reshape(-1, 8).tolist()):
+            rms = math.sqrt(sum(v * v for v in row) / 8 + 1e-5)
+            want = [wi * v / rms for wi, v in zip(weight.tolist(), row)]
+            self.assertTrue(np.allclose(out, want, rtol=1e-6, atol=1e-6))
+
+    def test_swiglu(self):
+        model = random_llama(1, mlp_bias=True)
+        mlp = model.model.layers[0].mlp
+        x = torch.randn(16, generator=torch.Generator().manual_seed(2))
+        w = {k: v.double().numpy() for k, v in mlp.state_dict().items()}
+        xd = x.double().numpy()
+        gate = w["gate_proj.weight"] @ xd + w["gate_proj.bias"]
+        up = w["up_proj.weight"] @ xd + w["up_proj.bias"]
+        want = w["down_proj.weight"] @ (gate / (1 + np.exp(-gate)) * up) + w["down_proj.bias"]
+        self.assertTrue(np.allclose(mlp(x).detach().numpy(), want, rtol=1e-5, atol=1e-4))
+
+    def test_repeat_kv(self):
+        x = torch.randn(2, 3, 5, 4)
+        y = repeat_kv(x, 4)
+        self.assertEqual(tuple(y.shape), (2, 12, 5, 4))
+        for h in range(12):
+            self.assertTrue(torch.equal(y[:, h], x[:, h // 4]))
+
+    def test_grouped_query_attention_equals_full_attention_with_repeated_kv(self):
+        g = torch.Generator().manual_seed(3)
+        x = torch.randn(2, 6, 16, generator=g)
+        pad = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+        for kv, rope in itertools.product((1, 2, 4), (None, (10000.0, "half", 2),
+                                                      (100.0, "interleaved", 0))):
+            with self.subTest(kv_heads=kv, rope=rope):
+                grouped = Attention(16, 4, kv_heads=kv)
+                full = Attention(16, 4)
+                with torch.no_grad():
+                    for p in grouped.parameters():
+                        p.copy_(0.4 * torch.randn(p.shape, generator=g))
+                    full.load_state_dict({k: v for k, v in grouped.state_dict().items()
+                                          if not k.startswith(("k_proj", "v_proj"))}, strict=False)
+                    for name in ("k_proj", "v_proj"):  # head h gets K/V head h // (4 / kv)
+                        src = getattr(grouped, name)
+                        rows = torch.cat([torch.arange(h // (4 // kv) * 4, h // (4 // kv) * 4 + 4)
+                                          for h in range(4)])
+                        getattr(full, name).weight.copy_(src.weight[rows])
+                        getattr(full, name).bias.copy_(src.bias[rows])
+                self.assertEqual(tuple(grouped.k_proj.weight.shape), (kv * 4, 16))
+                for causal in (False, True):
+                    a = grouped(x, x, key_padding_mask=pad, causal=causal, rope=rope)
+                    b = full(x, x, key_padding_mask=pad, causal=causal, rope=rope)
+                    self.assertTrue(torch.allclose(a, b, atol=1e-5))
+                if kv == 4 and rope is None:  # the explicit path = multi_head_attention_forward
+                    a = grouped._explicit(x, x, pad, True, None)
+                    self.assertTrue(torch.allclose(a, grouped(x, x, pad, causal=True), atol=1e-5))
+
+    def test_llama_rope_is_the_complex_rotation(self):
+        g = torch.Generator().manual_seed(4)
+        hd = 12
+        x = torch.randn(3, 7, hd, generator=g)
+        pos = torch.arange(7) * 3
+        for theta in (10000.0, 500.0):
+            got = rope_rotate(x, pos, theta, "half").double().numpy()
+            freqs = theta ** (-2.0 * np.arange(hd // 2) / hd)
+            xd = x.double().numpy()
+            z = (xd[..., : hd // 2] + 1j * xd[..., hd // 2:]) * np.exp(
+                1j * pos.numpy()[:, None] * freqs[None, :])
+            self.assertTrue(np.allclose(got, np.concatenate([z.real, z.imag], -1), atol=2e-6))
+
+
+class LlamaModelTest(unittest.TestCase):
+    VARIANTS = {
+        "kv2-untied": {},
+        "kv1-tied-bias": dict(num_key_value_heads=1, tie_word_embeddings=True,
+                              attention_bias=True, mlp_bias=True),
+        "kv4-headdim6-eos2": dict(num_key_value_heads=4, head_dim=6, eos_token_id=[1, 3],
+                                  rope_theta=100.0, rms_norm_eps=1e-5),
+    }
+
+    def test_lm_score_equals_a_naive_loop(self):
+        ids = [2, 7, 19, 4, 4, 28, 11]
+        for i, (name, overrides) in enumerate(self.VARIANTS.items()):
+            with self.subTest(variant=name):
+                model = random_llama(10 + i, **overrides)
+                naive = naive_llama_logits(model, ids)
+                got = model.lm_logits(torch.tensor([ids]))[0].detach().double().numpy()
+                self.assertTrue(np.allclose(got, naive, rtol=1e-4, atol=1e-4),
+                                np.abs(got - naive).max())
+                want = log_softmax64(naive)[range(len(ids) - 1), ids[1:]]
+                self.assertTrue(np.allclose(model.lm_score(ids), want, rtol=1e-5, atol=1e-4))
+                self.assertEqual(len(model.lm_score(ids)), len(ids) - 1)
+                self.assertEqual(model.lm_score([2]), [])
+                # Greedy is the argmax of the naive logits, step by step.
+                gen, margins = model.lm_greedy([2, 7], 5)
+                seq = [2, 7] + gen
+                naive = naive_llama_logits(model, seq[:-1])[1:]
+                self.assertEqual(naive.argmax(-1).tolist(), gen)
+                top2 = np.sort(naive, axis=-1)[:, -2:]
+                self.assertTrue(np.allclose(margins, top2[:, 1] - top2[:, 0], atol=1e-4))
+
+    def test_greedy_stops_at_any_eos(self):
+        model = random_llama(5, eos_token_id=[1, 3], tie_word_embeddings=False)
+        for eos in (1, 3):
+            with torch.no_grad():
+                model.lm_head.weight[eos] = 50 * model.model.norm.weight  # eos wins
+            ids, _ = model.lm_greedy([2, 5], 6)
+            self.assertEqual(ids[-1], eos)
+            hyps, _ = model.lm_beam_search([2, 5], 2, 1, 1.0, 6)
+            self.assertEqual(hyps[0]["ids"], [eos])
+            self.assertTrue(hyps[0]["finished"])
+            with torch.no_grad():
+                model.lm_head.weight[eos] = 0.0
+
+    def test_beam_size_1_is_greedy(self):
+        for i, (name, overrides) in enumerate(self.VARIANTS.items()):
+            model = random_llama(20 + i, **overrides)
+            for prompt in ([2], [2, 9, 14], [2, 5, 5, 5, 17, 26, 8, 21]):
+                with self.subTest(variant=name, prompt=prompt):
+                    ids, _ = model.lm_greedy(prompt, 7)
+                    (hyp,), _ = model.lm_beam_search(prompt, 1, 1, 1.0, 7)
+                    self.assertEqual(hyp["ids"], ids)
+                    self.assertTrue(close(hyp["score"],
+                                          math.fsum(model.lm_score(prompt + ids)[len(prompt) - 1:]),
+                                          1e-5))
+
+    def test_sharded_save_load_equals_single_file(self):
+        for dtype, shards in (("F32", 2), ("F16", 3), ("BF16", 5)):
+            with self.subTest(dtype=dtype, shards=shards), \
+                    tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as many:
+                model = random_llama(6, attention_bias=True)
+                save_llama_dir(model, one, dtype=dtype)
+                save_llama_dir(model, many, dtype=dtype, shards=shards)
+                files = sorted(f.name for f in Path(many).iterdir())
+                want = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
+                self.assertEqual(files, sorted(want + ["config.json",
+                                                       "model.safetensors.index.json"]))
+                index = json.loads((Path(many) / "model.safetensors.index.json").read_text())
+                self.assertEqual(set(index), {"metadata", "weight_map"})
+                self.assertEqual(set(index["weight_map"]), set(model.state_dict()))
+                self.assertEqual(set(index["weight_map"].values()), set(want))
+                single = read_safetensors(Path(one) / "model.safetensors")
+                self.assertEqual(index["metadata"]["total_size"],
+                                 sum(t.numel() * t.element_size() for t in single.values()))
+                for file in want:  # each shard holds exactly what the map says, as in the file
+                    shard = read_safetensors(Path(many) / file)
+                    self.assertEqual(set(shard), {k for k, f in index["weight_map"].items()
+                                                  if f == file})
+                    for k, t in shard.items():
+                        self.assertTrue(torch.equal(t, single[k]) and t.dtype == single[k].dtype)
+                config = json.loads((Path(one) / "config.json").read_text())
+                self.assertEqual(config["torch_dtype"], {"F32": "float32", "F16": "float16",
+                                                         "BF16": "bfloat16"}[dtype])
+                a, b = load_llama_dir(one), load_llama_dir(many)
+                for k, v in a.state_dict().items():
+                    self.assertTrue(torch.equal(v, b.state_dict()[k]), k)
+                    self.assertTrue(torch.equal(v, model.state_dict()[k]), k)  # rounded in place
+                self.assertEqual(a.lm_score([2, 8, 9, 1]), b.lm_score([2, 8, 9, 1]))
+                self.assertEqual(a.lm_score([2, 8, 9, 1]), model.lm_score([2, 8, 9, 1]))
+
+    def test_load_rejects_bad_directories(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = random_llama(7, tie_word_embeddings=True)
+            save_llama_dir(model, tmp, shards=2)
+            self.assertNotIn("lm_head.weight", read_safetensors(
+                Path(tmp) / "model-00002-of-00002.safetensors"))
+            index_path = Path(tmp) / "model.safetensors.index.json"
+            index = json.loads(index_path.read_text())
+            moved = next(k for k, f in index["weight_map"].items() if f.startswith("model-00001"))
+            index["weight_map"][moved] = "model-00002-of-00002.safetensors"
+            index_path.write_text(json.dumps(index))
+            with self.assertRaisesRegex(ValueError, "not mapped to this file"):
+                load_llama_dir(tmp)
+        with tempfile.TemporaryDirectory() as tmp:
+            save_llama_dir(random_llama(7), tmp)
+            tensors = read_safetensors(Path(tmp) / "model.safetensors")
+            del tensors["model.layers.1.mlp.up_proj.weight"]
+            write_safetensors(Path(tmp) / "model.safetensors", tensors)
+            with self.assertRaisesRegex(ValueError, "model.layers.1.mlp.up_proj.weight"):
+                load_llama_dir(tmp)
+
+
+class DecoderOnlyTest(unittest.TestCase):
+    def test_writes_no_encoder_tensors_and_loads_back(self):
+        for overrides in (dict(), dict(share_encoder_decoder_embeddings=False,
+                                       decoder_vocab_size=37, tie_word_embeddings=False,
+                                       num_key_value_heads=2, position_encoding="learned",
+                                       position_offset=2, normalize_before=True)):
+            with self.subTest(config=overrides), tempfile.TemporaryDirectory() as tmp:
+                model = random_lm(1, bias=True, **overrides)
+                save_model_dir(model, tmp, dtype="F16")
+                names = set(read_safetensors(Path(tmp) / "model.safetensors"))
+                self.assertFalse([n for n in names if "encoder" in n], names)
+                table = ("model.shared.weight" if not overrides
+                         else "model.decoder.embed_tokens.weight")
+                self.assertIn(table, names)
+                self.assertIn("model.decoder.layers.1.self_attn.k_proj.weight", names)
+                config = json.loads((Path(tmp) / "config.json").read_text())
+                self.assertEqual(config["encoder_layers"], 0)
+                self.assertNotIn("encoder_attention_heads", config)
+                loaded = load_model_dir(tmp)
+                self.assertEqual(set(loaded.state_dict()), names)
+                self.assertEqual(loaded.lm_score([5, 9, 3, 1]), model.lm_score([5, 9, 3, 1]))
+                self.assertEqual(loaded.lm_greedy([5, 9], 6), model.lm_greedy([5, 9], 6))
+                if overrides:
+                    k = loaded.state_dict()["model.decoder.layers.0.self_attn.k_proj.weight"]
+                    self.assertEqual(tuple(k.shape), (8, 16))
+                with self.assertRaisesRegex(ValueError, "decoder-only"):
+                    loaded.greedy([5, 1], 4)
+        with self.assertRaisesRegex(ValueError, "decoder-only"):
+            random_model().lm_score([5, 9])
+
+    def test_matches_torch_transformer_layers_with_a_causal_mask(self):
+        """A decoder-only layer is [causal self-attention, feed-forward]: an
+        nn.TransformerEncoderLayer with a causal mask (learned positions from
+        position_offset)."""
+        for pre in (False, True):
+            with self.subTest(pre_norm=pre):
+                model = random_lm(8, position_encoding="learned", position_offset=3,
+                                  normalize_before=pre, decoder_attention_heads=2)
+                ids = torch.tensor([[4, 9, 13, 22, 1, 7]])
+                dec = model.model.decoder
+                h = model.model.shared.weight[ids] + dec.embed_positions.weight[3:9]
+                causal = torch.triu(torch.full((6, 6), float("-inf")), 1)
+                with torch.no_grad():
+                    for layer in dec.layers:
+                        ref = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True,
+                                                         norm_first=pre).eval()
+                        a = layer.self_attn
+                        ref.self_attn.in_proj_weight.copy_(torch.cat(
+                            [a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
+                        ref.self_attn.in_proj_bias.copy_(torch.cat(
+                            [a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]))
+                        ref.self_attn.out_proj.load_state_dict(a.out_proj.state_dict())
+                        ref.linear1.load_state_dict(layer.fc1.state_dict())
+                        ref.linear2.load_state_dict(layer.fc2.state_dict())
+                        ref.norm1.load_state_dict(layer.self_attn_layer_norm.state_dict())
+                        ref.norm2.load_state_dict(layer.final_layer_norm.state_dict())
+                        h = ref(h, src_mask=causal)
+                    if pre:
+                        h = dec.layer_norm(h)
+                    logits = h @ model.model.shared.weight.T
+                self.assertTrue(torch.allclose(model.lm_logits(ids), logits, atol=1e-4))
+                logp = torch.log_softmax(logits[0].double(), -1)
+                self.assertTrue(np.allclose(model.lm_score(ids[0].tolist()),
+                                            logp[range(5), ids[0, 1:]].tolist(), atol=1e-5))
+
+
+class GenerationBatchTest(unittest.TestCase):
+    def models(self):
+        for i, pos in enumerate(("sinusoidal", "learned", "rope-half", "none")):
+            model = random_lm(40 + i, bias=True, normalize_before=i % 2 == 1,
+                              num_key_value_heads=2 if i < 2 else 4,
+                              **POSITION_VARIANTS[pos])
+            with torch.no_grad():
+                model.final_logits_bias[0, 1] += 2.0  # eos now and then
+            yield f"ordo-{pos}", model
+        for i, overrides in enumerate(LlamaModelTest.VARIANTS.values()):
+            model = random_llama(50 + i, **overrides)
+            if not model.config["tie_word_embeddings"]:
+                with torch.no_grad():  # eos now and then
+                    model.lm_head.weight[1] += 0.8 * model.model.norm.weight
+            yield f"llama-{i}", model
+
+    def test_batch_equals_one_at_a_time(self):
+        g = torch.Generator().manual_seed(1)
+        prompts = [[2] + torch.randint(4, 30, (n - 1,), generator=g).tolist() for n in range(1, 13)]
+        order = [7, 0, 11, 2, 9, 4, 1, 10, 5, 3, 8, 6]  # longest neither first nor last
+        prompts = [prompts[i] for i in order]
+        sequences = [p + torch.randint(2, 30, (n % 5,), generator=g).tolist()
+                     for n, p in enumerate(prompts)]
+        finished = unfinished = 0
+        for name, model in self.models():
+            with self.subTest(model=name):
+                ids, margins = model.lm_greedy_batch(prompts, 8)
+                for b, prompt in enumerate(prompts):
+                    one_ids, one_margins = model.lm_greedy(prompt, 8)
+                    self.assertEqual(ids[b], one_ids, b)
+                    self.assertTrue(np.allclose(margins[b], one_margins, atol=1e-4), b)
+                    stopped = ids[b][-1] in model.eos_ids
+                    finished += stopped
+                    unfinished += not stopped
+                logprobs = model.lm_score_batch(sequences)
+                for b, seq in enumerate(sequences):
+                    one = model.lm_score(seq)
+                    self.assertEqual(len(logprobs[b]), len(seq) - 1)
+                    self.assertTrue(all(close(x, y, 1e-5) for x, y in zip(logprobs[b], one)),
+                                    (b, logprobs[b], one))
+        self.assertGreater(finished, 10)
+        self.assertGreater(unfinished, 10)
+        model = random_llama()
+        self.assertEqual(model.lm_greedy_batch([], 5), ([], []))
+        self.assertEqual(model.lm_score_batch([[2], [2, 5]])[0], [])
+        with self.assertRaisesRegex(ValueError, "at least one token"):
+            model.lm_greedy_batch([[2], []], 5)
+
+
 class ParityModelsTest(unittest.TestCase):
     def test_generator(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -723,6 +1166,7 @@ class ParityModelsTest(unittest.TestCase):
                 make_parity_models.main(["--out", tmp, "--seed", "3"])
             index = json.loads((Path(tmp) / "index.json").read_text())
             self.assertEqual(len(index["models"]), 42)
+            self.check_generation_models(Path(tmp), index)
             seen = set()
             for name in index["models"]:
                 cfg = json.loads((Path(tmp) / name / "config.json").read_text())
@@ -811,6 +1255,99 @@ class ParityModelsTest(unittest.TestCase):
                      ("activation", "swish"), ("offset", "learned", 2),
                      ("offset", "sinusoidal", 1), ("offset", "rope", 3),
                      ("beam finished", True), ("beam finished", False)):
+            self.assertIn(need, seen)
+
+    def check_generation_models(self, tmp: Path, index: dict):
+        names = index["generation_models"]
+        self.assertEqual(len(names), 20)
+        self.assertFalse(set(names) & set(index["models"]))
+        seen = set()
+        for name in names:
+            ref = json.loads((tmp / name / "reference.json").read_text())
+            cfg = json.loads((tmp / name / "config.json").read_text())
+            family, dtype = ref["family"], ref["dtype"]
+            self.assertEqual(ref["model"], name)
+            self.assertEqual(ref["sharded"], (tmp / name / "model.safetensors.index.json").exists())
+            self.assertEqual(ref["sharded"], not (tmp / name / "model.safetensors").exists())
+            if family == "ordo":
+                model = load_model_dir(tmp / name)
+                self.assertEqual(cfg["encoder_layers"], 0)
+                self.assertTrue(name.startswith("lm-"))
+                seen.add(("lm", cfg["position_encoding"], cfg["normalize_before"]))
+                seen.add(("lm dtype", dtype))
+                heads = cfg["decoder_attention_heads"]
+                if cfg.get("num_key_value_heads", heads) < heads:
+                    seen.add(("lm gqa", heads // cfg["num_key_value_heads"]))
+                if cfg["position_encoding"] == "learned" and cfg["position_offset"]:
+                    seen.add("lm learned offset")
+                if not cfg["tie_word_embeddings"] and hasattr(model, "final_logits_bias"):
+                    seen.add("lm untied bias")
+                if "encoder_attention_heads" in cfg:
+                    seen.add("lm encoder keys kept")
+                else:
+                    seen.add("lm encoder keys absent")
+            else:
+                model = load_llama_dir(tmp / name)
+                self.assertEqual(cfg["model_type"], "llama")
+                seen.add(("llama gqa", cfg["num_attention_heads"] // cfg["num_key_value_heads"]))
+                seen.add(("llama tied", cfg["tie_word_embeddings"]))
+                seen.add(("llama attention_bias", cfg["attention_bias"]))
+                seen.add(("llama mlp_bias", cfg["mlp_bias"]))
+                seen.add(("llama dtype", dtype))
+                seen.add(("llama sharded", ref["sharded"]))
+                if cfg["head_dim"] != cfg["hidden_size"] // cfg["num_attention_heads"]:
+                    seen.add("llama head_dim")
+                if isinstance(cfg["eos_token_id"], list) and len(cfg["eos_token_id"]) == 2:
+                    seen.add("llama eos list")
+            eos = set(model.eos_ids)
+            cases = ref["cases"]
+            self.assertGreaterEqual(len(cases), 5)
+            lengths = {len(c["prompt_ids"]) for c in cases}
+            self.assertIn(1, lengths)
+            self.assertGreaterEqual(max(lengths), 11)
+            for case in cases:
+                self.assertGreaterEqual(min(case["greedy_margins"]), 1e-3)
+                ids, _ = model.lm_greedy(case["prompt_ids"], case["greedy_max_length"])
+                self.assertEqual(ids, case["greedy_ids"])
+                self.assertNotIn(True, [t in eos for t in ids[:-1]])
+                seen.add(("greedy stopped", ids[-1] in eos))
+                seq = case["prompt_ids"] + case["continuation_ids"]
+                self.assertEqual(model.lm_score(seq), case["token_logprobs"])
+                self.assertEqual(len(case["token_logprobs"]), len(seq) - 1)
+            batch = ref["batch"]
+            self.assertEqual(batch["prompts"], [c["prompt_ids"] for c in cases])
+            self.assertEqual(batch["sequences"],
+                             [c["prompt_ids"] + c["continuation_ids"] for c in cases])
+            self.assertEqual(batch["greedy_ids"], [c["greedy_ids"] for c in cases])
+            self.assertEqual(batch["token_logprobs"], model.lm_score_batch(batch["sequences"]))
+            for got, case in zip(batch["token_logprobs"], cases):
+                self.assertTrue(np.allclose(got, case["token_logprobs"], rtol=1e-5, atol=1e-5))
+            self.assertEqual(len(ref["beam"]), len(cases))
+            for i, (entry, case) in enumerate(zip(ref["beam"], cases)):
+                self.assertEqual(entry["prompt_ids"], case["prompt_ids"])
+                options = {k: entry[k] for k in ("beam_size", "n_best", "length_penalty",
+                                                 "max_length", "min_length")}
+                self.assertEqual(options, dict(beam_size=3, n_best=3, max_length=10, min_length=0,
+                                               length_penalty=1.0 if i % 2 == 0 else 0.0))
+                self.assertGreaterEqual(entry["min_margin"], 1e-3)
+                for h in entry["hypotheses"]:
+                    self.assertEqual(h["finished"], h["ids"][-1] in eos)
+                    seen.add(("beam finished", h["finished"]))
+                if dtype == "F32":
+                    self.assertEqual(model.lm_beam_search(case["prompt_ids"], **options),
+                                     (entry["hypotheses"], entry["min_margin"]))
+        for pe, pre in itertools.product(("sinusoidal", "learned", "rope", "none"), (False, True)):
+            self.assertIn(("lm", pe, pre), seen)
+        for need in (("lm dtype", "F32"), ("lm dtype", "F16"), ("lm dtype", "BF16"),
+                     ("lm gqa", 2), "lm learned offset", "lm untied bias", "lm encoder keys kept",
+                     "lm encoder keys absent", ("llama gqa", 1), ("llama gqa", 2),
+                     ("llama gqa", 4), ("llama tied", True), ("llama tied", False),
+                     ("llama attention_bias", True), ("llama attention_bias", False),
+                     ("llama mlp_bias", True), ("llama dtype", "F32"), ("llama dtype", "F16"),
+                     ("llama dtype", "BF16"), ("llama sharded", True), ("llama sharded", False),
+                     "llama head_dim", "llama eos list", ("greedy stopped", True),
+                     ("greedy stopped", False), ("beam finished", True),
+                     ("beam finished", False)):
             self.assertIn(need, seen)
 
 
