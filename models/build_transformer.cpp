@@ -3,49 +3,54 @@
 #include <cmath>
 #include <memory>
 
+#include "engine/error.h"
 #include "models/tensor_names.h"
 
 namespace ordo {
 
 namespace {
 
+// Binds roles to weights: every tensor comes through tensor_name(), so the family's
+// table is the only place a name is spelled.
 class Binder {
  public:
-  Binder(const ModelConfig& config, const WeightStore& weights)
-      : config_(config), weights_(weights) {}
+  Binder(const ModelConfig& config, const WeightStore& weights) : config_(config), weights_(weights) {}
 
-  TensorView tensor(const std::string& name) const { return weights_.get(name); }
-  Linear linear(const std::string& name) const {
-    return {tensor(name + ".weight"), tensor(name + ".bias")};
+  // The role's tensor; empty when this config has none (an optional bias, say).
+  TensorView tensor(Stack stack, Role role, Part part = Part::Weight, Index layer = 0) const {
+    const auto name = tensor_name(config_, stack, role, part, layer);
+    return name ? weights_.get(*name) : TensorView();
   }
-  NormWeights norm(const std::string& name) const {
-    return {tensor(name + ".weight"), tensor(name + ".bias")};
+  TensorView required(Stack stack, Role role, Index layer = 0) const {
+    const auto name = tensor_name(config_, stack, role, Part::Weight, layer);
+    if (!name) throw Error("weights", "this config has no tensor for a role ordo needs", "a bug in ordo's family tables");
+    return weights_.get(*name);
   }
-  AttentionWeights attention(const std::string& name) const {
-    return {linear(name + ".q_proj"), linear(name + ".k_proj"), linear(name + ".v_proj"),
-            linear(name + ".out_proj")};
+  Linear linear(Stack stack, Role role, Index layer) const {
+    return {required(stack, role, layer), tensor(stack, role, Part::Bias, layer)};
+  }
+  NormWeights norm(Stack stack, Role role, Index layer = 0) const {
+    return {required(stack, role, layer), tensor(stack, role, Part::Bias, layer), config_.norm_kind};
+  }
+  std::optional<NormWeights> optional_norm(Stack stack, Role role) const {
+    if (!tensor_name(config_, stack, role, Part::Weight)) return std::nullopt;
+    return norm(stack, role);
   }
 
-  // "encoder" or "decoder": token table, additive positions, optional embedding norm.
-  Embedding embedding(const std::string& stack, const std::string& token_table) const {
+  Embedding embedding(Stack stack) const {
     const float scale =
-        config_.scale_embedding ? static_cast<float>(std::sqrt(static_cast<double>(config_.d_model)))
-                                : 1.0f;
-    std::optional<NormWeights> embedding_norm;
-    if (config_.layernorm_embedding) embedding_norm = norm("model." + stack + ".layernorm_embedding");
-    return Embedding(tensor(token_table), scale, positions(stack), embedding_norm,
-                     static_cast<float>(config_.layer_norm_eps));
+        config_.scale_embedding ? static_cast<float>(std::sqrt(static_cast<double>(config_.d_model))) : 1.0f;
+    return Embedding(required(stack, Role::TokenEmbedding), scale, positions(stack),
+                     optional_norm(stack, Role::EmbeddingNorm), static_cast<float>(config_.layer_norm_eps));
   }
 
-  std::shared_ptr<const AdditivePositions> positions(const std::string& stack) const {
+  std::shared_ptr<const AdditivePositions> positions(Stack stack) const {
     switch (config_.position_encoding) {
       case PositionEncoding::Sinusoidal:
         return std::make_shared<SinusoidalPositions>(config_.d_model, config_.sinusoidal_layout,
-                                                     config_.sinusoidal_frequencies,
-                                                     config_.position_offset);
+                                                     config_.sinusoidal_frequencies, config_.position_offset);
       case PositionEncoding::Learned:
-        return std::make_shared<LearnedPositions>(
-            tensor("model." + stack + ".embed_positions.weight"), config_.position_offset);
+        return std::make_shared<LearnedPositions>(required(stack, Role::Positions), config_.position_offset);
       case PositionEncoding::Rope:
       case PositionEncoding::None:
         return std::make_shared<NoPositions>();
@@ -59,14 +64,35 @@ class Binder {
                                              config_.position_offset);
   }
 
-  std::optional<NormWeights> final_norm(const std::string& stack) const {
-    if (!config_.normalize_before) return std::nullopt;
-    return norm("model." + stack + ".layer_norm");
+  MultiHeadAttention self_attention(Stack stack, Index layer, Index heads,
+                                    std::shared_ptr<const RotaryEmbedding> rotary) const {
+    return MultiHeadAttention({linear(stack, Role::SelfQuery, layer), linear(stack, Role::SelfKey, layer),
+                               linear(stack, Role::SelfValue, layer), linear(stack, Role::SelfOutput, layer)},
+                              heads, std::move(rotary));
   }
 
-  NormPlacement placement() const {
-    return {config_.normalize_before, static_cast<float>(config_.layer_norm_eps)};
+  // Cross-attention is never rotated: source and target positions are unrelated.
+  CrossAttentionBlock cross_attention(Index layer) const {
+    const Stack d = Stack::Decoder;
+    return {MultiHeadAttention({linear(d, Role::CrossQuery, layer), linear(d, Role::CrossKey, layer),
+                                linear(d, Role::CrossValue, layer), linear(d, Role::CrossOutput, layer)},
+                               config_.decoder_attention_heads, nullptr),
+            norm(d, Role::CrossNorm, layer)};
   }
+
+  FeedForward feed_forward(Stack stack, Index layer) const {
+    switch (config_.feed_forward_kind) {
+      case FeedForwardKind::Plain:
+        return FeedForward::plain(linear(stack, Role::FeedForwardIn, layer), linear(stack, Role::FeedForwardOut, layer),
+                                  config_.activation_function);
+      case FeedForwardKind::Gated:
+        return FeedForward::gated(linear(stack, Role::FeedForwardIn, layer), linear(stack, Role::FeedForwardUp, layer),
+                                  linear(stack, Role::FeedForwardOut, layer), config_.activation_function);
+    }
+    throw Error("weights", "unknown feed-forward kind");
+  }
+
+  NormPlacement placement() const { return {config_.normalize_before, static_cast<float>(config_.layer_norm_eps)}; }
 
  private:
   const ModelConfig& config_;
@@ -77,53 +103,41 @@ class Binder {
 
 Transformer build_transformer(const ModelConfig& config, const WeightStore& weights) {
   const Binder bind(config, weights);
-  const std::string encoder_table = config.share_encoder_decoder_embeddings
-                                        ? "model.shared.weight"
-                                        : "model.encoder.embed_tokens.weight";
-  const std::string decoder_table = config.share_encoder_decoder_embeddings
-                                        ? "model.shared.weight"
-                                        : "model.decoder.embed_tokens.weight";
+  const Stack e = Stack::Encoder, d = Stack::Decoder;
 
-  const auto encoder_rotary = bind.rotary(config.encoder_head_dim());
-  std::vector<EncoderLayer> encoder_layers;
-  for (Index i = 0; i < config.encoder_layers; ++i) {
-    const std::string p = encoder_layer_prefix(i);
-    encoder_layers.push_back(EncoderLayer{
-        MultiHeadAttention(bind.attention(p + "self_attn"), config.encoder_attention_heads,
-                           encoder_rotary),
-        bind.norm(p + "self_attn_layer_norm"),
-        FeedForward::plain(bind.linear(p + "fc1"), bind.linear(p + "fc2"), config.activation_function),
-        bind.norm(p + "final_layer_norm")});
+  std::optional<Encoder> encoder;
+  if (config.has_encoder()) {
+    const auto rotary = bind.rotary(config.encoder_head_dim());
+    std::vector<EncoderLayer> layers;
+    for (Index i = 0; i < config.encoder_layers; ++i)
+      layers.push_back(EncoderLayer{bind.self_attention(e, i, config.encoder_attention_heads, rotary),
+                                    bind.norm(e, Role::SelfNorm, i), bind.feed_forward(e, i),
+                                    bind.norm(e, Role::FeedForwardNorm, i)});
+    encoder.emplace(bind.embedding(e), std::move(layers), bind.optional_norm(e, Role::FinalNorm), bind.placement());
   }
 
-  const auto decoder_rotary = bind.rotary(config.decoder_head_dim());
-  std::vector<DecoderLayer> decoder_layers;
+  const auto rotary = bind.rotary(config.decoder_head_dim());
+  std::vector<DecoderLayer> layers;
   for (Index i = 0; i < config.decoder_layers; ++i) {
-    const std::string p = decoder_layer_prefix(i);
-    decoder_layers.push_back(DecoderLayer{
-        MultiHeadAttention(bind.attention(p + "self_attn"), config.decoder_attention_heads,
-                           decoder_rotary),
-        bind.norm(p + "self_attn_layer_norm"),
-        // Cross-attention is never rotated: source and target positions are unrelated.
-        CrossAttentionBlock{MultiHeadAttention(bind.attention(p + "encoder_attn"), config.decoder_attention_heads,
-                           nullptr),
-        bind.norm(p + "encoder_attn_layer_norm")},
-        FeedForward::plain(bind.linear(p + "fc1"), bind.linear(p + "fc2"), config.activation_function),
-        bind.norm(p + "final_layer_norm")});
+    std::optional<CrossAttentionBlock> cross;
+    if (config.has_encoder()) cross = bind.cross_attention(i);
+    layers.push_back(DecoderLayer{bind.self_attention(d, i, config.decoder_attention_heads, rotary),
+                                  bind.norm(d, Role::SelfNorm, i), std::move(cross), bind.feed_forward(d, i),
+                                  bind.norm(d, Role::FeedForwardNorm, i)});
   }
 
   // The output projection is the decoder's input embedding unless lm_head is untied.
-  Linear output{config.tie_word_embeddings ? bind.tensor(decoder_table) : bind.tensor("lm_head.weight"),
-                bind.tensor("final_logits_bias")};
+  Linear output{config.tie_word_embeddings ? bind.required(d, Role::TokenEmbedding) : bind.required(d, Role::OutputHead),
+                bind.tensor(d, Role::FinalLogitsBias)};
   if (!output.bias.empty())  // stored as [1, V]; a bias is a vector
     output.bias = TensorView(output.bias.data(), {config.decoder_vocab_size});
 
-  return Transformer{
-      Encoder(bind.embedding("encoder", encoder_table), std::move(encoder_layers),
-              bind.final_norm("encoder"), bind.placement()),
-      Decoder(bind.embedding("decoder", decoder_table), std::move(decoder_layers),
-              bind.final_norm("decoder"), bind.placement(), output),
-      SpecialTokens{config.pad_token_id, config.eos_token_id, {}, config.decoder_start_token_id, config.bos_token_id}};
+  SpecialTokens tokens{config.pad_token_id, config.eos_token_id, config.other_eos_token_ids,
+                       config.decoder_start_token_id, config.bos_token_id};
+  return Transformer{std::move(encoder),
+                     Decoder(bind.embedding(d), std::move(layers), bind.optional_norm(d, Role::FinalNorm),
+                             bind.placement(), output),
+                     std::move(tokens)};
 }
 
 }  // namespace ordo

@@ -11,19 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "models/config_reader.h"
 #include "models/json_message.h"
+#include "models/llama_config.h"
 
 namespace ordo {
 namespace {
 
-using nlohmann::json;
-
-// One row of an enum's name table: the spelling in config.json and the value.
-template <class E>
-struct EnumName {
-  std::string_view name;
-  E value;
-};
+using namespace config_reader;
 
 constexpr EnumName<PositionEncoding> kPositionEncodings[] = {
     {"sinusoidal", PositionEncoding::Sinusoidal},
@@ -53,185 +48,38 @@ constexpr EnumName<Activation> kActivations[] = {
     {"silu", Activation::Silu},
 };
 
-constexpr std::string_view kSupportedModelTypes[] = {"ordo"};
-
-template <class E, std::size_t N>
-std::string_view name_of(const EnumName<E> (&table)[N], E value) {
-  for (const auto& entry : table)
-    if (entry.value == value) return entry.name;
-  return "?";
-}
-
-template <class Range>
-std::string join(const Range& names) {
-  std::string text;
-  for (const auto& name : names) {
-    if (!text.empty()) text += ", ";
-    text += std::string(name);
-  }
-  return text;
-}
-
-// "a string", "a floating-point number", ... for wrong-type messages.
-std::string describe_type(const json& value) {
-  switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean (" + value.dump() + ")";
-    case json::value_t::string: return "a string (" + value.dump() + ")";
-    case json::value_t::number_float: return "a floating-point number (" + value.dump() + ")";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer (" + value.dump() + ")";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    default: return "an unsupported JSON value";
-  }
-}
-
-// Reads typed keys out of the config object; every error names `source` and the key.
-class KeyReader {
- public:
-  KeyReader(const json& object, const std::string& source) : object_(object), source_(source) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what,
-                         const std::string& hint = "") const {
-    throw Error(source_ + ": key '" + key + "'", what, hint);
-  }
-
-  const json* find(const std::string& key) const {
-    auto it = object_.find(key);
-    return it == object_.end() ? nullptr : &*it;
-  }
-
-  const json& require(const std::string& key) const {
-    const json* value = find(key);
-    if (value == nullptr)
-      throw Error(source_, "missing required key '" + key + "'",
-                  "every ordo config.json sets it; see models/config.h");
-    return *value;
-  }
-
-  std::int64_t integer(const std::string& key, const json& value) const {
-    if (value.is_number_unsigned()) {
-      auto u = value.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        fail(key, "value " + value.dump() + " is too large");
-      return static_cast<std::int64_t>(u);
-    }
-    if (value.is_number_integer()) return value.get<std::int64_t>();
-    fail(key, "expected an integer, got " + describe_type(value));
-  }
-
-  // Required integer key.
-  Index index(const std::string& key) const { return integer(key, require(key)); }
-  // Optional integer key; `fallback` when absent.
-  Index index(const std::string& key, Index fallback) const {
-    const json* value = find(key);
-    return value ? integer(key, *value) : fallback;
-  }
-
-  // A token id: a required integer that fits an int.
-  int token_id(const std::string& key) const { return to_int(key, index(key)); }
-  std::optional<int> optional_token_id(const std::string& key) const {
-    const json* value = find(key);
-    if (value == nullptr || value->is_null()) return std::nullopt;
-    return to_int(key, integer(key, *value));
-  }
-
-  double real(const std::string& key, double fallback) const {
-    const json* value = find(key);
-    if (value == nullptr) return fallback;
-    if (!value->is_number()) fail(key, "expected a number, got " + describe_type(*value));
-    return value->get<double>();
-  }
-
-  bool boolean(const std::string& key, bool fallback) const {
-    const json* value = find(key);
-    if (value == nullptr) return fallback;
-    if (!value->is_boolean())
-      fail(key, "expected true or false, got " + describe_type(*value));
-    return value->get<bool>();
-  }
-
-  std::string string(const std::string& key, const std::string& fallback) const {
-    const json* value = find(key);
-    if (value == nullptr) return fallback;
-    if (!value->is_string()) fail(key, "expected a string, got " + describe_type(*value));
-    return value->get<std::string>();
-  }
-
-  template <class E, std::size_t N>
-  E enumeration(const std::string& key, const EnumName<E> (&table)[N], E fallback) const {
-    const json* value = find(key);
-    if (value == nullptr) return fallback;
-    const std::string name = string(key, "");
-    for (const auto& entry : table)
-      if (entry.name == name) return entry.value;
-    std::vector<std::string_view> names;
-    for (const auto& entry : table) names.push_back(entry.name);
-    fail(key, "unknown value " + value->dump(), "expected one of: " + join(names));
-  }
-
- private:
-  int to_int(const std::string& key, Index value) const {
-    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-      fail(key, "value " + std::to_string(value) + " does not fit a 32-bit token id");
-    return static_cast<int>(value);
-  }
-
-  const json& object_;
-  const std::string& source_;
+constexpr EnumName<Family> kFamilies[] = {
+    {"ordo", Family::Ordo},
+    {"llama", Family::Llama},
+};
+constexpr EnumName<NormKind> kNormKinds[] = {
+    {"layer_norm", NormKind::LayerNorm},
+    {"rms_norm", NormKind::RmsNorm},
+};
+constexpr EnumName<FeedForwardKind> kFeedForwardKinds[] = {
+    {"plain", FeedForwardKind::Plain},
+    {"gated", FeedForwardKind::Gated},
 };
 
-// Checks the parsed values; every message names the keys involved.
+// Checks the parsed values of ordo's own format; every message names the keys involved.
 void validate(const ModelConfig& c, const KeyReader& keys) {
-  bool supported = false;
-  for (std::string_view type : kSupportedModelTypes) supported = supported || type == c.model_type;
-  if (!supported)
-    keys.fail("model_type", "unsupported model type \"" + c.model_type + "\"",
-              "supported types: " + join(kSupportedModelTypes));
-
-  // Sizes are bounded so that every product of two (a weight's element count, a
-  // position-table row) fits in 64 bits and every single size in BLAS's int.
-  constexpr Index kMaxSize = Index{1} << 24;
-  const auto too_large = [&](const char* key, Index value) {
-    if (value > kMaxSize)
-      keys.fail(key, "is " + std::to_string(value) + ", more than ordo supports (" +
-                         std::to_string(kMaxSize) + ")");
-  };
-  const auto positive = [&](const char* key, Index value) {
-    if (value <= 0) keys.fail(key, "must be > 0, got " + std::to_string(value));
-    too_large(key, value);
-  };
-  const auto non_negative = [&](const char* key, Index value) {
-    if (value < 0) keys.fail(key, "must be >= 0, got " + std::to_string(value));
-    too_large(key, value);
-  };
-  positive("vocab_size", c.vocab_size);
-  positive("decoder_vocab_size", c.decoder_vocab_size);
-  positive("d_model", c.d_model);
-  non_negative("encoder_layers", c.encoder_layers);
-  non_negative("decoder_layers", c.decoder_layers);
-  positive("encoder_attention_heads", c.encoder_attention_heads);
-  positive("decoder_attention_heads", c.decoder_attention_heads);
-  positive("encoder_ffn_dim", c.encoder_ffn_dim);
-  positive("decoder_ffn_dim", c.decoder_ffn_dim);
-  positive("max_position_embeddings", c.max_position_embeddings);
-  non_negative("position_offset", c.position_offset);
-
-  const auto finite_positive = [&](const char* key, double value) {
-    if (!(value > 0.0) || !std::isfinite(value)) {
-      std::ostringstream text;
-      text << "must be a finite number > 0, got " << value;
-      keys.fail(key, text.str());
-    }
-  };
-  finite_positive("rope_theta", c.rope_theta);
-  finite_positive("layer_norm_eps", c.layer_norm_eps);
-  // The engine computes with a float eps: it must survive the conversion.
-  if (c.layer_norm_eps > 1.0)
-    keys.fail("layer_norm_eps", "is " + std::to_string(c.layer_norm_eps) + ", expected a small number (<= 1)");
-  if (!(static_cast<float>(c.layer_norm_eps) > 0.0f))
-    keys.fail("layer_norm_eps", "is too small for float32 (it rounds to 0)");
+  const Checks check(keys);
+  check.positive("vocab_size", c.vocab_size);
+  check.positive("decoder_vocab_size", c.decoder_vocab_size);
+  check.positive("d_model", c.d_model);
+  check.non_negative("encoder_layers", c.encoder_layers);
+  check.non_negative("decoder_layers", c.decoder_layers);
+  check.positive("decoder_attention_heads", c.decoder_attention_heads);
+  check.positive("num_key_value_heads", c.num_key_value_heads);
+  check.positive("decoder_ffn_dim", c.decoder_ffn_dim);
+  if (c.has_encoder()) {
+    check.positive("encoder_attention_heads", c.encoder_attention_heads);
+    check.positive("encoder_ffn_dim", c.encoder_ffn_dim);
+  }
+  check.positive("max_position_embeddings", c.max_position_embeddings);
+  check.non_negative("position_offset", c.position_offset);
+  check.finite_positive("rope_theta", c.rope_theta);
+  check.epsilon("layer_norm_eps", c.layer_norm_eps);
 
   const auto divisible = [&](const char* heads_key, Index heads) {
     if (c.d_model % heads != 0)
@@ -239,19 +87,19 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
                                " is not divisible by " + heads_key + "=" + std::to_string(heads),
                 "each head gets d_model / heads dimensions");
   };
-  divisible("encoder_attention_heads", c.encoder_attention_heads);
+  if (c.has_encoder()) divisible("encoder_attention_heads", c.encoder_attention_heads);
   divisible("decoder_attention_heads", c.decoder_attention_heads);
+  if (c.decoder_attention_heads % c.num_key_value_heads != 0)
+    keys.fail("num_key_value_heads",
+              "decoder_attention_heads=" + std::to_string(c.decoder_attention_heads) +
+                  " is not divisible by num_key_value_heads=" + std::to_string(c.num_key_value_heads),
+              "each K/V head serves the same number of query heads");
 
-  const auto token_in = [&](const char* key, int id, const char* vocab_key, Index vocab) {
-    if (id < 0 || id >= vocab)
-      keys.fail(key, "token id " + std::to_string(id) + " is outside [0, " + vocab_key + "=" +
-                         std::to_string(vocab) + ")");
-  };
-  token_in("pad_token_id", c.pad_token_id, "vocab_size", c.vocab_size);
-  token_in("pad_token_id", c.pad_token_id, "decoder_vocab_size", c.decoder_vocab_size);
-  token_in("eos_token_id", c.eos_token_id, "decoder_vocab_size", c.decoder_vocab_size);
-  token_in("decoder_start_token_id", c.decoder_start_token_id, "decoder_vocab_size",
-           c.decoder_vocab_size);
+  check.token_in("pad_token_id", c.pad_token_id, "vocab_size", c.vocab_size);
+  check.token_in("pad_token_id", c.pad_token_id, "decoder_vocab_size", c.decoder_vocab_size);
+  check.token_in("eos_token_id", c.eos_token_id, "decoder_vocab_size", c.decoder_vocab_size);
+  check.token_in("decoder_start_token_id", c.decoder_start_token_id, "decoder_vocab_size", c.decoder_vocab_size);
+  if (c.bos_token_id) check.token_in("bos_token_id", *c.bos_token_id, "decoder_vocab_size", c.decoder_vocab_size);
 
   if (c.position_encoding == PositionEncoding::Sinusoidal) {
     if (c.d_model % 2 != 0)
@@ -271,7 +119,7 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
                                  std::to_string(c.d_model) + " / " + heads_key + "=" +
                                  std::to_string(heads) + " = " + std::to_string(head_dim));
     };
-    even_head_dim("encoder_attention_heads", c.encoder_attention_heads);
+    if (c.has_encoder()) even_head_dim("encoder_attention_heads", c.encoder_attention_heads);
     even_head_dim("decoder_attention_heads", c.decoder_attention_heads);
   }
 
@@ -282,28 +130,22 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
               "set it to false for separate source and target vocabularies");
 }
 
-}  // namespace
-
-std::string_view position_encoding_name(PositionEncoding encoding) {
-  return name_of(kPositionEncodings, encoding);
-}
-
-ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string& source) {
-  if (!json.is_object())
-    throw Error(source, "expected a JSON object at the top level, got " + describe_type(json));
-  const KeyReader keys(json, source);
+// ordo's own format (model_type "ordo").
+ModelConfig ordo_config(const KeyReader& keys) {
   ModelConfig c;
   // Keys are read in the order of the struct; keys ordo does not know are ignored
   // (Hugging Face configs carry many).
-  c.model_type = keys.string("model_type", c.model_type);
   c.vocab_size = keys.index("vocab_size");
   c.decoder_vocab_size = keys.index("decoder_vocab_size", c.vocab_size);
   c.d_model = keys.index("d_model");
   c.encoder_layers = keys.index("encoder_layers");
   c.decoder_layers = keys.index("decoder_layers");
-  c.encoder_attention_heads = keys.index("encoder_attention_heads");
+  // A decoder-only model (no encoder layers) needs no encoder shape.
+  c.encoder_attention_heads = c.has_encoder() ? keys.index("encoder_attention_heads")
+                                              : keys.index("encoder_attention_heads", 0);
   c.decoder_attention_heads = keys.index("decoder_attention_heads");
-  c.encoder_ffn_dim = keys.index("encoder_ffn_dim");
+  c.num_key_value_heads = keys.index("num_key_value_heads", c.decoder_attention_heads);
+  c.encoder_ffn_dim = c.has_encoder() ? keys.index("encoder_ffn_dim") : keys.index("encoder_ffn_dim", 0);
   c.decoder_ffn_dim = keys.index("decoder_ffn_dim");
   c.activation_function = keys.enumeration("activation_function", kActivations, c.activation_function);
   c.normalize_before = keys.boolean("normalize_before", c.normalize_before);
@@ -326,8 +168,38 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
   c.pad_token_id = keys.token_id("pad_token_id");
   c.bos_token_id = keys.optional_token_id("bos_token_id");  // null or absent: none
   c.eos_token_id = keys.token_id("eos_token_id");
-  c.decoder_start_token_id = keys.token_id("decoder_start_token_id");
+  c.decoder_start_token_id = c.has_encoder() ? keys.token_id("decoder_start_token_id")
+                                             : keys.optional_token_id("decoder_start_token_id").value_or(c.pad_token_id);
   validate(c, keys);
+  c.decoder_head_width = c.d_model / c.decoder_attention_heads;
+  return c;
+}
+
+}  // namespace
+
+std::string_view position_encoding_name(PositionEncoding encoding) {
+  return name_of(kPositionEncodings, encoding);
+}
+
+std::string_view family_name(Family family) { return name_of(kFamilies, family); }
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string& source) {
+  if (!json.is_object())
+    throw Error(source, "expected a JSON object at the top level, got " + describe_type(json));
+  const KeyReader keys(json, source);
+  const std::string type = keys.string("model_type", "ordo");
+  ModelConfig c;
+  if (type == "ordo") {
+    c = ordo_config(keys);
+  } else if (type == "llama") {
+    c = llama_config(json, source);
+  } else {
+    std::vector<std::string_view> names;
+    for (const auto& entry : kFamilies) names.push_back(entry.name);
+    keys.fail("model_type", "unsupported model type \"" + type + "\"", "supported types: " + join(names));
+  }
+  c.model_type = type;
+  c.family = keys.enumeration("model_type", kFamilies, c.family);
   return c;
 }
 
@@ -351,6 +223,10 @@ ModelConfig ModelConfig::load(const std::filesystem::path& path) {
 nlohmann::json ModelConfig::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   j["model_type"] = model_type;
+  j["norm"] = std::string(name_of(kNormKinds, norm_kind));
+  j["feed_forward"] = std::string(name_of(kFeedForwardKinds, feed_forward_kind));
+  j["attention_bias"] = attention_bias;
+  j["mlp_bias"] = mlp_bias;
   j["vocab_size"] = vocab_size;
   j["decoder_vocab_size"] = decoder_vocab_size;
   j["d_model"] = d_model;
@@ -358,6 +234,8 @@ nlohmann::json ModelConfig::to_json() const {
   j["decoder_layers"] = decoder_layers;
   j["encoder_attention_heads"] = encoder_attention_heads;
   j["decoder_attention_heads"] = decoder_attention_heads;
+  j["num_key_value_heads"] = num_key_value_heads;
+  j["head_dim"] = decoder_head_width;
   j["encoder_ffn_dim"] = encoder_ffn_dim;
   j["decoder_ffn_dim"] = decoder_ffn_dim;
   j["activation_function"] = std::string(name_of(kActivations, activation_function));
@@ -377,7 +255,13 @@ nlohmann::json ModelConfig::to_json() const {
   j["layer_norm_eps"] = layer_norm_eps;
   j["pad_token_id"] = pad_token_id;
   j["bos_token_id"] = bos_token_id ? nlohmann::json(*bos_token_id) : nlohmann::json(nullptr);
-  j["eos_token_id"] = eos_token_id;
+  if (other_eos_token_ids.empty()) {
+    j["eos_token_id"] = eos_token_id;
+  } else {
+    std::vector<int> all{eos_token_id};
+    all.insert(all.end(), other_eos_token_ids.begin(), other_eos_token_ids.end());
+    j["eos_token_id"] = all;
+  }
   j["decoder_start_token_id"] = decoder_start_token_id;
   return j;
 }

@@ -1,5 +1,10 @@
 // config.json -> ModelConfig: every key of the model directory format, with defaults.
 //
+// `model_type` picks the family: "ordo" (the default) is ordo's own format, below;
+// "llama" is a Hugging Face LLaMA-family config.json as published (its keys are mapped
+// onto these fields by models/llama_config.cpp). Every family ends in the same
+// ModelConfig, which the family's tensor table (models/tensor_names.h) expands.
+//
 // A missing required key, a value of the wrong JSON type, an unknown enum value or an
 // inconsistent combination (d_model not divisible by heads, ...) throws ordo::Error
 // naming the file and the key.
@@ -11,6 +16,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <vector>
+
+#include "engine/feed_forward.h"
 #include "engine/ops.h"
 #include "engine/positions.h"
 
@@ -20,16 +28,28 @@ enum class PositionEncoding { Sinusoidal, Learned, Rope, None };
 
 std::string_view position_encoding_name(PositionEncoding encoding);
 
+// Which tensor table and which config keys a model directory uses.
+enum class Family { Ordo, Llama };
+
+std::string_view family_name(Family family);
+
 struct ModelConfig {
   std::string model_type = "ordo";
+  Family family = Family::Ordo;  // from model_type
   Index vocab_size = 0;          // required
   Index decoder_vocab_size = 0;  // defaults to vocab_size
   Index d_model = 0;             // required
-  Index encoder_layers = 0;      // required
+  Index encoder_layers = 0;      // required; 0 makes a decoder-only model
   Index decoder_layers = 0;      // required
-  Index encoder_attention_heads = 0;  // required
+  Index encoder_attention_heads = 0;  // required with encoder layers
   Index decoder_attention_heads = 0;  // required
-  Index encoder_ffn_dim = 0;          // required
+  // K/V heads of the decoder's self-attention (grouped-query attention: query head h
+  // reads K/V head h / (heads / kv_heads)). Optional; defaults to the head count.
+  Index num_key_value_heads = 0;
+  // The decoder's head width; d_model / decoder_attention_heads except where a family
+  // sets it (LLaMA's head_dim).
+  Index decoder_head_width = 0;
+  Index encoder_ffn_dim = 0;          // required with encoder layers
   Index decoder_ffn_dim = 0;          // required
   Activation activation_function = Activation::Relu;
   bool normalize_before = false;     // false: post-norm (Vaswani); true: pre-norm
@@ -48,10 +68,20 @@ struct ModelConfig {
   int pad_token_id = 0;              // required
   std::optional<int> bos_token_id;   // optional: ordo never needs it
   int eos_token_id = 0;              // required
-  int decoder_start_token_id = 0;    // required
+  int decoder_start_token_id = 0;    // required with encoder layers; defaults to pad without
+  std::vector<int> other_eos_token_ids;  // LLaMA's eos_token_id may list several
 
+  // Fixed by the family, not read from ordo's config.json.
+  NormKind norm_kind = NormKind::LayerNorm;
+  FeedForwardKind feed_forward_kind = FeedForwardKind::Plain;
+  bool attention_bias = true;  // q/k/v/out projections have biases
+  bool mlp_bias = true;        // feed-forward linears have biases
+
+  bool has_encoder() const { return encoder_layers > 0; }
   Index encoder_head_dim() const { return d_model / encoder_attention_heads; }
-  Index decoder_head_dim() const { return d_model / decoder_attention_heads; }
+  Index decoder_head_dim() const { return decoder_head_width; }
+  // Query heads per K/V head of the decoder's self-attention.
+  Index grouped_query_ratio() const { return decoder_attention_heads / num_key_value_heads; }
 
   // Parses and validates. `source` names the file in error messages.
   static ModelConfig from_json(const nlohmann::json& json, const std::string& source);

@@ -1,194 +1,249 @@
 #include "models/tensor_names.h"
 
 #include <array>
+#include <set>
+#include <span>
 #include <string_view>
 
 namespace ordo {
 
 namespace {
 
-// Symbolic dimensions, resolved against a config.
-enum class Dim { Vocab, DecoderVocab, Model, EncoderFfn, DecoderFfn, PositionRows, One };
-
-// When a tensor exists.
-enum class When {
-  Always,
-  SharedEmbeddings,    // share_encoder_decoder_embeddings
-  SeparateEmbeddings,  // !share_encoder_decoder_embeddings
-  UntiedHead,          // !tie_word_embeddings
-  LearnedPositions,    // position_encoding == learned
-  EmbeddingNorm,       // layernorm_embedding
-  PreNorm,             // normalize_before
-  Optional,            // may be present in any model
+// Symbolic dimensions, resolved against a config and a stack.
+enum class Dim {
+  Vocab,         // the stack's vocabulary
+  Model,         // d_model
+  Ffn,           // the stack's feed-forward width
+  QueryWidth,    // heads x head_dim
+  KvWidth,       // K/V heads x head_dim of self-attention
+  PositionRows,  // max_position_embeddings + position_offset
+  One,
 };
 
-// Where a name lives: once per model (Global), or once per encoder / decoder layer (the name is
-// then relative to "model.{encoder,decoder}.layers.{i}.").
-enum class Scope { Global, EncoderLayer, DecoderLayer };
+// Conditions under which a tensor exists; a rule lists those it needs (all must hold).
+enum Need : unsigned {
+  kAlways = 0,
+  kSharedEmbeddings = 1u << 0,    // share_encoder_decoder_embeddings
+  kSeparateEmbeddings = 1u << 1,  // !share_encoder_decoder_embeddings
+  kUntiedHead = 1u << 2,          // !tie_word_embeddings
+  kLearnedPositions = 1u << 3,    // position_encoding == learned
+  kEmbeddingNorm = 1u << 4,       // layernorm_embedding
+  kPreNorm = 1u << 5,             // normalize_before
+  kEncoder = 1u << 6,             // an encoder-decoder model (cross-attention)
+  kAttentionBias = 1u << 7,       // attention_bias
+  kMlpBias = 1u << 8,             // mlp_bias
+  kOptional = 1u << 9,            // may be present in any model
+};
+
+// Which stacks a rule is for.
+enum Stacks : unsigned { kE = 1u << 0, kD = 1u << 1, kED = kE | kD };
 
 struct Rule {
-  Scope scope;
-  std::string_view name;
+  unsigned stacks;
+  Role role;
+  Part part;
+  std::string_view pattern;  // "{stack}": encoder or decoder; "{i}": the layer index
   std::array<Dim, 2> dims;
   int rank;
-  When when;
+  unsigned needs;
 };
 
 using enum Dim;
-using enum When;
-using enum Scope;
+using enum Role;
+using enum Part;
 
-// PyTorch Linear layout: weight [out, in], bias [out].
-constexpr Rule kRules[] = {
-    // Embeddings and output projection.
-    {Global, "model.shared.weight", {Vocab, Dim::Model}, 2, SharedEmbeddings},
-    {Global, "model.encoder.embed_tokens.weight", {Vocab, Dim::Model}, 2, SeparateEmbeddings},
-    {Global, "model.decoder.embed_tokens.weight", {DecoderVocab, Dim::Model}, 2, SeparateEmbeddings},
-    {Global, "lm_head.weight", {DecoderVocab, Dim::Model}, 2, UntiedHead},
-    {Global, "final_logits_bias", {One, DecoderVocab}, 2, Optional},
-    // Positions and embedding normalization.
-    {Global, "model.encoder.embed_positions.weight", {PositionRows, Dim::Model}, 2, LearnedPositions},
-    {Global, "model.decoder.embed_positions.weight", {PositionRows, Dim::Model}, 2, LearnedPositions},
-    {Global, "model.encoder.layernorm_embedding.weight", {Dim::Model}, 1, EmbeddingNorm},
-    {Global, "model.encoder.layernorm_embedding.bias", {Dim::Model}, 1, EmbeddingNorm},
-    {Global, "model.decoder.layernorm_embedding.weight", {Dim::Model}, 1, EmbeddingNorm},
-    {Global, "model.decoder.layernorm_embedding.bias", {Dim::Model}, 1, EmbeddingNorm},
-    // Final layer norms of pre-norm stacks.
-    {Global, "model.encoder.layer_norm.weight", {Dim::Model}, 1, PreNorm},
-    {Global, "model.encoder.layer_norm.bias", {Dim::Model}, 1, PreNorm},
-    {Global, "model.decoder.layer_norm.weight", {Dim::Model}, 1, PreNorm},
-    {Global, "model.decoder.layer_norm.bias", {Dim::Model}, 1, PreNorm},
-    // Encoder layer: self-attention, feed-forward, their norms.
-    {EncoderLayer, "self_attn.q_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {EncoderLayer, "self_attn.q_proj.bias", {Dim::Model}, 1, Always},
-    {EncoderLayer, "self_attn.k_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {EncoderLayer, "self_attn.k_proj.bias", {Dim::Model}, 1, Always},
-    {EncoderLayer, "self_attn.v_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {EncoderLayer, "self_attn.v_proj.bias", {Dim::Model}, 1, Always},
-    {EncoderLayer, "self_attn.out_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {EncoderLayer, "self_attn.out_proj.bias", {Dim::Model}, 1, Always},
-    {EncoderLayer, "self_attn_layer_norm.weight", {Dim::Model}, 1, Always},
-    {EncoderLayer, "self_attn_layer_norm.bias", {Dim::Model}, 1, Always},
-    {EncoderLayer, "fc1.weight", {EncoderFfn, Dim::Model}, 2, Always},
-    {EncoderLayer, "fc1.bias", {EncoderFfn}, 1, Always},
-    {EncoderLayer, "fc2.weight", {Dim::Model, EncoderFfn}, 2, Always},
-    {EncoderLayer, "fc2.bias", {Dim::Model}, 1, Always},
-    {EncoderLayer, "final_layer_norm.weight", {Dim::Model}, 1, Always},
-    {EncoderLayer, "final_layer_norm.bias", {Dim::Model}, 1, Always},
-    // Decoder layer: the same, plus cross-attention over the encoder output.
-    {DecoderLayer, "self_attn.q_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "self_attn.q_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "self_attn.k_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "self_attn.k_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "self_attn.v_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "self_attn.v_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "self_attn.out_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "self_attn.out_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "self_attn_layer_norm.weight", {Dim::Model}, 1, Always},
-    {DecoderLayer, "self_attn_layer_norm.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "encoder_attn.q_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "encoder_attn.q_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "encoder_attn.k_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "encoder_attn.k_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "encoder_attn.v_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "encoder_attn.v_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "encoder_attn.out_proj.weight", {Dim::Model, Dim::Model}, 2, Always},
-    {DecoderLayer, "encoder_attn.out_proj.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "encoder_attn_layer_norm.weight", {Dim::Model}, 1, Always},
-    {DecoderLayer, "encoder_attn_layer_norm.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "fc1.weight", {DecoderFfn, Dim::Model}, 2, Always},
-    {DecoderLayer, "fc1.bias", {DecoderFfn}, 1, Always},
-    {DecoderLayer, "fc2.weight", {Dim::Model, DecoderFfn}, 2, Always},
-    {DecoderLayer, "fc2.bias", {Dim::Model}, 1, Always},
-    {DecoderLayer, "final_layer_norm.weight", {Dim::Model}, 1, Always},
-    {DecoderLayer, "final_layer_norm.bias", {Dim::Model}, 1, Always},
+// ordo's own format, BART/Marian style. PyTorch Linear layout: weight [out, in], bias [out].
+constexpr Rule kOrdoTensors[] = {
+    {kED, TokenEmbedding, Weight, "model.shared.weight", {Vocab, Model}, 2, kSharedEmbeddings},
+    {kED, TokenEmbedding, Weight, "model.{stack}.embed_tokens.weight", {Vocab, Model}, 2, kSeparateEmbeddings},
+    {kD, OutputHead, Weight, "lm_head.weight", {Vocab, Model}, 2, kUntiedHead},
+    {kD, FinalLogitsBias, Weight, "final_logits_bias", {One, Vocab}, 2, kOptional},
+    {kED, Positions, Weight, "model.{stack}.embed_positions.weight", {PositionRows, Model}, 2, kLearnedPositions},
+    {kE, EmbeddingNorm, Weight, "model.encoder.layernorm_embedding.weight", {Model}, 1, kEmbeddingNorm},
+    {kE, EmbeddingNorm, Bias, "model.encoder.layernorm_embedding.bias", {Model}, 1, kEmbeddingNorm},
+    {kD, EmbeddingNorm, Weight, "model.decoder.layernorm_embedding.weight", {Model}, 1, kEmbeddingNorm},
+    {kD, EmbeddingNorm, Bias, "model.decoder.layernorm_embedding.bias", {Model}, 1, kEmbeddingNorm},
+    {kE, FinalNorm, Weight, "model.encoder.layer_norm.weight", {Model}, 1, kPreNorm},
+    {kE, FinalNorm, Bias, "model.encoder.layer_norm.bias", {Model}, 1, kPreNorm},
+    {kD, FinalNorm, Weight, "model.decoder.layer_norm.weight", {Model}, 1, kPreNorm},
+    {kD, FinalNorm, Bias, "model.decoder.layer_norm.bias", {Model}, 1, kPreNorm},
+    // Every layer: self-attention, then (decoder of an encoder-decoder model)
+    // cross-attention over the encoder output, then the feed-forward; their norms.
+    {kED, SelfQuery, Weight, "model.{stack}.layers.{i}.self_attn.q_proj.weight", {QueryWidth, Model}, 2, kAlways},
+    {kED, SelfQuery, Bias, "model.{stack}.layers.{i}.self_attn.q_proj.bias", {QueryWidth}, 1, kAlways},
+    {kED, SelfKey, Weight, "model.{stack}.layers.{i}.self_attn.k_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfKey, Bias, "model.{stack}.layers.{i}.self_attn.k_proj.bias", {KvWidth}, 1, kAlways},
+    {kED, SelfValue, Weight, "model.{stack}.layers.{i}.self_attn.v_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfValue, Bias, "model.{stack}.layers.{i}.self_attn.v_proj.bias", {KvWidth}, 1, kAlways},
+    {kED, SelfOutput, Weight, "model.{stack}.layers.{i}.self_attn.out_proj.weight", {Model, QueryWidth}, 2, kAlways},
+    {kED, SelfOutput, Bias, "model.{stack}.layers.{i}.self_attn.out_proj.bias", {Model}, 1, kAlways},
+    {kED, SelfNorm, Weight, "model.{stack}.layers.{i}.self_attn_layer_norm.weight", {Model}, 1, kAlways},
+    {kED, SelfNorm, Bias, "model.{stack}.layers.{i}.self_attn_layer_norm.bias", {Model}, 1, kAlways},
+    {kD, CrossQuery, Weight, "model.decoder.layers.{i}.encoder_attn.q_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossQuery, Bias, "model.decoder.layers.{i}.encoder_attn.q_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossKey, Weight, "model.decoder.layers.{i}.encoder_attn.k_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossKey, Bias, "model.decoder.layers.{i}.encoder_attn.k_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossValue, Weight, "model.decoder.layers.{i}.encoder_attn.v_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossValue, Bias, "model.decoder.layers.{i}.encoder_attn.v_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossOutput, Weight, "model.decoder.layers.{i}.encoder_attn.out_proj.weight", {Model, QueryWidth}, 2, kEncoder},
+    {kD, CrossOutput, Bias, "model.decoder.layers.{i}.encoder_attn.out_proj.bias", {Model}, 1, kEncoder},
+    {kD, CrossNorm, Weight, "model.decoder.layers.{i}.encoder_attn_layer_norm.weight", {Model}, 1, kEncoder},
+    {kD, CrossNorm, Bias, "model.decoder.layers.{i}.encoder_attn_layer_norm.bias", {Model}, 1, kEncoder},
+    {kED, FeedForwardIn, Weight, "model.{stack}.layers.{i}.fc1.weight", {Ffn, Model}, 2, kAlways},
+    {kED, FeedForwardIn, Bias, "model.{stack}.layers.{i}.fc1.bias", {Ffn}, 1, kAlways},
+    {kED, FeedForwardOut, Weight, "model.{stack}.layers.{i}.fc2.weight", {Model, Ffn}, 2, kAlways},
+    {kED, FeedForwardOut, Bias, "model.{stack}.layers.{i}.fc2.bias", {Model}, 1, kAlways},
+    {kED, FeedForwardNorm, Weight, "model.{stack}.layers.{i}.final_layer_norm.weight", {Model}, 1, kAlways},
+    {kED, FeedForwardNorm, Bias, "model.{stack}.layers.{i}.final_layer_norm.bias", {Model}, 1, kAlways},
 };
 
-bool applies(When when, const ModelConfig& c) {
-  switch (when) {
-    case Always: return true;
-    case SharedEmbeddings: return c.share_encoder_decoder_embeddings;
-    case SeparateEmbeddings: return !c.share_encoder_decoder_embeddings;
-    case UntiedHead: return !c.tie_word_embeddings;
-    case LearnedPositions: return c.position_encoding == PositionEncoding::Learned;
-    case EmbeddingNorm: return c.layernorm_embedding;
-    case PreNorm: return c.normalize_before;
-    case Optional: return true;
+// Hugging Face's LLaMA layout, as published: a decoder stack only, RMSNorm (no bias),
+// SwiGLU, biases only where attention_bias / mlp_bias say.
+constexpr Rule kLlamaTensors[] = {
+    {kD, TokenEmbedding, Weight, "model.embed_tokens.weight", {Vocab, Model}, 2, kAlways},
+    {kD, OutputHead, Weight, "lm_head.weight", {Vocab, Model}, 2, kUntiedHead},
+    {kD, FinalNorm, Weight, "model.norm.weight", {Model}, 1, kAlways},
+    {kD, SelfNorm, Weight, "model.layers.{i}.input_layernorm.weight", {Model}, 1, kAlways},
+    {kD, SelfQuery, Weight, "model.layers.{i}.self_attn.q_proj.weight", {QueryWidth, Model}, 2, kAlways},
+    {kD, SelfQuery, Bias, "model.layers.{i}.self_attn.q_proj.bias", {QueryWidth}, 1, kAttentionBias},
+    {kD, SelfKey, Weight, "model.layers.{i}.self_attn.k_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kD, SelfKey, Bias, "model.layers.{i}.self_attn.k_proj.bias", {KvWidth}, 1, kAttentionBias},
+    {kD, SelfValue, Weight, "model.layers.{i}.self_attn.v_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kD, SelfValue, Bias, "model.layers.{i}.self_attn.v_proj.bias", {KvWidth}, 1, kAttentionBias},
+    {kD, SelfOutput, Weight, "model.layers.{i}.self_attn.o_proj.weight", {Model, QueryWidth}, 2, kAlways},
+    {kD, SelfOutput, Bias, "model.layers.{i}.self_attn.o_proj.bias", {Model}, 1, kAttentionBias},
+    {kD, FeedForwardNorm, Weight, "model.layers.{i}.post_attention_layernorm.weight", {Model}, 1, kAlways},
+    {kD, FeedForwardIn, Weight, "model.layers.{i}.mlp.gate_proj.weight", {Ffn, Model}, 2, kAlways},
+    {kD, FeedForwardIn, Bias, "model.layers.{i}.mlp.gate_proj.bias", {Ffn}, 1, kMlpBias},
+    {kD, FeedForwardUp, Weight, "model.layers.{i}.mlp.up_proj.weight", {Ffn, Model}, 2, kAlways},
+    {kD, FeedForwardUp, Bias, "model.layers.{i}.mlp.up_proj.bias", {Ffn}, 1, kMlpBias},
+    {kD, FeedForwardOut, Weight, "model.layers.{i}.mlp.down_proj.weight", {Model, Ffn}, 2, kAlways},
+    {kD, FeedForwardOut, Bias, "model.layers.{i}.mlp.down_proj.bias", {Model}, 1, kMlpBias},
+};
+
+std::span<const Rule> table(Family family) {
+  switch (family) {
+    case Family::Ordo: return kOrdoTensors;
+    case Family::Llama: return kLlamaTensors;
   }
-  return false;
+  return {};
 }
 
-Index resolve(Dim dim, const ModelConfig& c) {
+bool per_layer(Role role) { return role >= SelfQuery; }
+
+unsigned stack_bit(Stack stack) { return stack == Stack::Encoder ? kE : kD; }
+
+bool holds(unsigned needs, const ModelConfig& c) {
+  const auto need = [&](Need n, bool value) { return (needs & n) == 0 || value; };
+  return need(kSharedEmbeddings, c.share_encoder_decoder_embeddings) &&
+         need(kSeparateEmbeddings, !c.share_encoder_decoder_embeddings) &&
+         need(kUntiedHead, !c.tie_word_embeddings) &&
+         need(kLearnedPositions, c.position_encoding == PositionEncoding::Learned) &&
+         need(kEmbeddingNorm, c.layernorm_embedding) && need(kPreNorm, c.normalize_before) &&
+         need(kEncoder, c.has_encoder()) && need(kAttentionBias, c.attention_bias) &&
+         need(kMlpBias, c.mlp_bias);
+}
+
+// A rule applies to a stack the model has, when its conditions hold.
+bool applies(const Rule& rule, Stack stack, const ModelConfig& c) {
+  if ((rule.stacks & stack_bit(stack)) == 0) return false;
+  if (stack == Stack::Encoder && !c.has_encoder()) return false;
+  return holds(rule.needs, c);
+}
+
+Index resolve(Dim dim, Stack stack, const ModelConfig& c) {
+  const bool encoder = stack == Stack::Encoder;
   switch (dim) {
-    case Vocab: return c.vocab_size;
-    case DecoderVocab: return c.decoder_vocab_size;
-    case Dim::Model: return c.d_model;
-    case EncoderFfn: return c.encoder_ffn_dim;
-    case DecoderFfn: return c.decoder_ffn_dim;
+    case Vocab: return encoder ? c.vocab_size : c.decoder_vocab_size;
+    case Model: return c.d_model;
+    case Ffn: return encoder ? c.encoder_ffn_dim : c.decoder_ffn_dim;
+    case QueryWidth: return encoder ? c.d_model : c.decoder_attention_heads * c.decoder_head_dim();
+    case KvWidth: return encoder ? c.d_model : c.num_key_value_heads * c.decoder_head_dim();
     case PositionRows: return c.max_position_embeddings + c.position_offset;
     case One: return 1;
   }
   return 0;
 }
 
-std::string_view meaning(Dim dim) {
+// What a dimension is called in the family's own config.json, for error messages.
+std::string meaning(Dim dim, Stack stack, const ModelConfig& c) {
+  const bool encoder = stack == Stack::Encoder;
+  const bool llama = c.family == Family::Llama;
   switch (dim) {
-    case Vocab: return "vocab_size";
-    case DecoderVocab: return "decoder_vocab_size";
-    case Dim::Model: return "d_model";
-    case EncoderFfn: return "encoder_ffn_dim";
-    case DecoderFfn: return "decoder_ffn_dim";
+    case Vocab: return encoder || llama ? "vocab_size" : "decoder_vocab_size";
+    case Model: return llama ? "hidden_size" : "d_model";
+    case Ffn: return llama ? "intermediate_size" : encoder ? "encoder_ffn_dim" : "decoder_ffn_dim";
+    case QueryWidth:
+      return encoder ? "d_model" : llama ? "num_attention_heads x head_dim" : "d_model";
+    case KvWidth: return encoder ? "d_model" : "num_key_value_heads x head_dim";
     case PositionRows: return "max_position_embeddings + position_offset";
     case One: return "1";
   }
   return "?";
 }
 
-TensorSpec expand(const Rule& rule, const std::string& prefix, const ModelConfig& config) {
+std::string expand_name(std::string_view pattern, Stack stack, Index layer) {
+  std::string name;
+  for (std::size_t i = 0; i < pattern.size();) {
+    if (pattern.substr(i, 7) == "{stack}") {
+      name += stack == Stack::Encoder ? "encoder" : "decoder";
+      i += 7;
+    } else if (pattern.substr(i, 3) == "{i}") {
+      name += std::to_string(layer);
+      i += 3;
+    } else {
+      name += pattern[i++];
+    }
+  }
+  return name;
+}
+
+TensorSpec expand(const Rule& rule, Stack stack, Index layer, const ModelConfig& config) {
   TensorSpec spec;
-  spec.name = prefix + std::string(rule.name);
+  spec.name = expand_name(rule.pattern, stack, layer);
   // Built in a local and moved in: assigning a literal to the member trips g++ 12's
   // bogus -Wrestrict (GCC bug 105329).
   std::string shape_meaning(1, '[');
   for (int i = 0; i < rule.rank; ++i) {
     const Dim dim = rule.dims[static_cast<std::size_t>(i)];
-    spec.shape.push_back(resolve(dim, config));
+    spec.shape.push_back(resolve(dim, stack, config));
     if (i > 0) shape_meaning += ", ";
-    shape_meaning += std::string(meaning(dim)) + "=" + std::to_string(spec.shape.back());
+    shape_meaning += meaning(dim, stack, config) + "=" + std::to_string(spec.shape.back());
   }
   spec.shape_meaning = std::move(shape_meaning) + "]";
-  spec.required = rule.when != Optional;
+  spec.required = (rule.needs & kOptional) == 0;
   return spec;
 }
 
 }  // namespace
 
-std::string encoder_layer_prefix(Index layer) {
-  return "model.encoder.layers." + std::to_string(layer) + ".";
-}
-std::string decoder_layer_prefix(Index layer) {
-  return "model.decoder.layers." + std::to_string(layer) + ".";
-}
-
+// In file order: the once-per-stack tensors, then the encoder's layers, then the
+// decoder's, each rule over all layers in turn.
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config) {
   std::vector<TensorSpec> specs;
-  for (const Rule& rule : kRules) {
-    if (!applies(rule.when, config)) continue;
-    switch (rule.scope) {
-        case Global:
-        specs.push_back(expand(rule, "", config));
-        break;
-      case EncoderLayer:
-        for (Index i = 0; i < config.encoder_layers; ++i)
-          specs.push_back(expand(rule, encoder_layer_prefix(i), config));
-        break;
-      case DecoderLayer:
-        for (Index i = 0; i < config.decoder_layers; ++i)
-          specs.push_back(expand(rule, decoder_layer_prefix(i), config));
-        break;
-    }
+  std::set<std::string> named;  // a shared tensor is listed once
+  const auto add = [&](const Rule& rule, Stack stack, Index layer) {
+    TensorSpec spec = expand(rule, stack, layer, config);
+    if (named.insert(spec.name).second) specs.push_back(std::move(spec));
+  };
+  const std::span<const Rule> rules = table(config.family);
+  for (const Rule& rule : rules)
+    for (const Stack stack : {Stack::Encoder, Stack::Decoder})
+      if (!per_layer(rule.role) && applies(rule, stack, config)) add(rule, stack, 0);
+  for (const Stack stack : {Stack::Encoder, Stack::Decoder}) {
+    const Index layers = stack == Stack::Encoder ? config.encoder_layers : config.decoder_layers;
+    for (const Rule& rule : rules)
+      if (per_layer(rule.role) && applies(rule, stack, config))
+        for (Index i = 0; i < layers; ++i) add(rule, stack, i);
   }
   return specs;
+}
+
+std::optional<std::string> tensor_name(const ModelConfig& config, Stack stack, Role role, Part part, Index layer) {
+  for (const Rule& rule : table(config.family))
+    if (rule.role == role && rule.part == part && applies(rule, stack, config))
+      return expand_name(rule.pattern, stack, layer);
+  return std::nullopt;
 }
 
 }  // namespace ordo

@@ -1,10 +1,16 @@
-// The one table of tensor names and shapes, Hugging Face BART/Marian style.
+// Model families as data: for each family, one table from tensor roles to names,
+// shapes and the condition under which the tensor exists.
 //
-// expected_tensors(config) expands it for a config: every tensor the model needs (or
-// may have), with its expected shape. Loading checks the file against this list, and
-// the weight binding reads only names from it.
+// A role is what a tensor does (the token embedding, layer i's query projection, the
+// feed-forward's input linear, ...), independent of how a family spells it. The binder
+// (models/build_transformer.cpp) asks for a role, a stack and a layer; loading checks
+// the file against expected_tensors(). No tensor name is spelled anywhere else.
+//
+//   ordo (BART/Marian style): model.{encoder,decoder}.layers.{i}.self_attn.q_proj.weight, ...
+//   llama (Hugging Face):     model.layers.{i}.self_attn.q_proj.weight, ...
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,17 +19,48 @@
 
 namespace ordo {
 
+enum class Stack { Encoder, Decoder };
+
+enum class Role {
+  // Once per stack.
+  TokenEmbedding,   // [vocab, d]
+  Positions,        // learned position table
+  EmbeddingNorm,    // a norm right after the embedding
+  FinalNorm,        // the norm after the last layer (pre-norm stacks)
+  OutputHead,       // the decoder's logits projection, when not tied to the embedding
+  FinalLogitsBias,  // a bias on the logits, [1, vocab]
+  // Once per layer.
+  SelfQuery,
+  SelfKey,
+  SelfValue,
+  SelfOutput,
+  SelfNorm,  // the norm around self-attention
+  CrossQuery,
+  CrossKey,
+  CrossValue,
+  CrossOutput,
+  CrossNorm,
+  FeedForwardIn,    // fc1, or the gate of a gated feed-forward
+  FeedForwardUp,    // the up projection of a gated feed-forward
+  FeedForwardOut,   // fc2, or down
+  FeedForwardNorm,  // the norm around the feed-forward
+};
+
+enum class Part { Weight, Bias };
+
 struct TensorSpec {
   std::string name;
   Shape shape;
-  std::string shape_meaning;  // e.g. "[decoder_ffn_dim, d_model]", for error messages
+  std::string shape_meaning;  // e.g. "[decoder_ffn_dim=32, d_model=16]", for error messages
   bool required = true;
 };
 
+// Every tensor the config's model needs (or may have), with its expected shape.
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config);
 
-// "model.encoder.layers.3." and "model.decoder.layers.3.".
-std::string encoder_layer_prefix(Index layer);
-std::string decoder_layer_prefix(Index layer);
+// The name of a role's weight or bias in layer `layer` of `stack` (ignored for
+// once-per-stack roles), or nullopt when this config has no such tensor.
+std::optional<std::string> tensor_name(const ModelConfig& config, Stack stack, Role role, Part part,
+                                       Index layer = 0);
 
 }  // namespace ordo

@@ -216,7 +216,7 @@ TEST(Config, UnknownEnumValuesListTheChoices) {
 TEST(Config, OtherModelTypesSaySupportedTypes) {
   EXPECT_THAT(error_with("model_type", "marian"),
               HasSubstr("key 'model_type': unsupported model type \"marian\" (supported types: "
-                        "ordo)"));
+                        "ordo, llama)"));
 }
 
 TEST(Config, SizesMustBePositive) {
