@@ -496,6 +496,35 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
   return results;
 }
 
+std::vector<DecodeResult> decode_many(const Transformer& model, std::span<const DecodeRequest> requests,
+                                      const DecodingOptions& options, Index batch_size,
+                                      std::span<const std::uint64_t> streams, DecodeWorkspace& workspace) {
+  if (!streams.empty() && streams.size() != requests.size())
+    throw Error("decode", std::to_string(streams.size()) + " sampling streams for " +
+                              std::to_string(requests.size()) + " requests");
+  if (batch_size < 1) throw OptionError("batch_size", "must be at least 1, got " + std::to_string(batch_size));
+  const auto length = [&](std::size_t i) { return requests[i].source.size() + requests[i].prefix.size(); };
+  std::vector<std::size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return length(a) < length(b); });
+  std::vector<DecodeResult> results(requests.size());
+  const auto batch = static_cast<std::size_t>(batch_size);
+  std::vector<DecodeRequest> chunk;
+  std::vector<std::uint64_t> chunk_streams;
+  for (std::size_t first = 0; first < order.size(); first += batch) {
+    const std::size_t count = std::min(batch, order.size() - first);
+    chunk.clear();
+    chunk_streams.clear();
+    for (std::size_t k = first; k < first + count; ++k) {
+      chunk.push_back(requests[order[k]]);
+      chunk_streams.push_back(streams.empty() ? order[k] : streams[order[k]]);
+    }
+    std::vector<DecodeResult> decoded = decode_requests(model, chunk, options, chunk_streams, workspace);
+    for (std::size_t k = 0; k < count; ++k) results[order[first + k]] = std::move(decoded[k]);
+  }
+  return results;
+}
+
 std::vector<DecodeResult> decode_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                        const DecodingOptions& options, std::span<const std::uint64_t> streams) {
   DecodeWorkspace workspace;

@@ -107,6 +107,13 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
                                           const DecodingOptions& options, std::span<const std::uint64_t> streams,
                                           DecodeWorkspace& workspace, const TokenCallback& on_token = {});
 
+// Decodes many requests, at most `batch_size` at a time, shortest first (similar
+// lengths share a batch, so there is little padding); results in input order. Request i
+// samples from streams[i] (default: i) whichever batch it lands in.
+std::vector<DecodeResult> decode_many(const Transformer& model, std::span<const DecodeRequest> requests,
+                                      const DecodingOptions& options, Index batch_size,
+                                      std::span<const std::uint64_t> streams, DecodeWorkspace& workspace);
+
 // Decodes every source (token ids, eos included) as one batch. `streams` gives each
 // source its sampling generator index (default: its position in `sources`); give
 // every source of a request a distinct one. Options are validated first (OptionError).

@@ -46,12 +46,9 @@ std::shared_ptr<const Model> Model::load(const fs::path& directory, const Warnin
   std::shared_ptr<Model> model(new Model());  // private constructor: make_shared can't reach it
   model->directory_ = directory;
   model->config_ = ModelConfig::load(directory / "config.json");
-  model->weights_ = std::make_unique<const WeightStore>(
-      WeightStore::load(directory / "model.safetensors", model->config_));
+  model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
   for (const std::string& name : model->weights_->unused())
-    if (warn)
-      warn((directory / "model.safetensors").string() + ": tensor '" + name +
-           "' is not used by this config (ignored)");
+    if (warn) warn(model->weights_->source() + ": tensor '" + name + "' is not used by this config (ignored)");
   model->transformer_ = std::make_unique<const Transformer>(
       build_transformer(model->config_, *model->weights_));
 

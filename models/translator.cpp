@@ -78,37 +78,32 @@ std::vector<Translation> Translator::translate_ids_batch(std::span<const std::ve
 
 std::vector<Translation> Translator::decode_all(std::vector<Translation> requests,
                                                 std::uint64_t first_stream) const {
-  // The sources still to decode, shortest first, in batches of batch_size.
-  std::vector<std::size_t> order;
+  // The sources still to decode; the rest failed to tokenize or are blank.
+  // Each keeps its sampling stream, numbered by input line.
+  std::vector<std::size_t> pending;
+  std::vector<DecodeRequest> decode;
+  std::vector<std::uint64_t> streams;
   for (std::size_t i = 0; i < requests.size(); ++i)
-    if (requests[i].ok() && requests[i].hypotheses.empty()) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return requests[a].source_ids.size() < requests[b].source_ids.size();
-  });
-  const Transformer& transformer = model_->transformer();
-  const auto batch = static_cast<std::size_t>(options_.batch_size);
-  WorkspacePool::Lease workspace = workspaces_->borrow();
-  for (std::size_t first = 0; first < order.size(); first += batch) {
-    const std::size_t count = std::min(batch, order.size() - first);
-    std::vector<std::vector<int>> sources;
-    std::vector<std::uint64_t> streams;
-    for (std::size_t k = first; k < first + count; ++k) {
-      sources.push_back(requests[order[k]].source_ids);
-      streams.push_back(first_stream + order[k]);
+    if (requests[i].ok() && requests[i].hypotheses.empty()) {
+      pending.push_back(i);
+      decode.push_back({requests[i].source_ids, {}});
+      streams.push_back(first_stream + i);
     }
-    std::vector<DecodeResult> decoded = decode_batch(transformer, sources, options_.decoding, streams, *workspace);
-    for (std::size_t k = 0; k < count; ++k) {
-      Translation& r = requests[order[first + k]];
-      DecodeResult& d = decoded[k];
-      if (!d.ok()) {
-        r.error = std::move(d.error);
-        continue;
-      }
-      for (Hypothesis& h : d.hypotheses) {
-        TranslatedHypothesis t{std::move(h), {}};
-        if (model_->has_tokenizer()) t.text = model_->detokenize_target(t.ids);
-        r.hypotheses.push_back(std::move(t));
-      }
+  WorkspacePool::Lease workspace = workspaces_->borrow();
+  std::vector<DecodeResult> decoded;
+  if (!decode.empty())
+    decoded = decode_many(model_->transformer(), decode, options_.decoding, options_.batch_size, streams, *workspace);
+  for (std::size_t k = 0; k < pending.size(); ++k) {
+    Translation& r = requests[pending[k]];
+    DecodeResult& d = decoded[k];
+    if (!d.ok()) {
+      r.error = std::move(d.error);
+      continue;
+    }
+    for (Hypothesis& h : d.hypotheses) {
+      TranslatedHypothesis t{std::move(h), {}};
+      if (model_->has_tokenizer()) t.text = model_->detokenize_target(t.ids);
+      r.hypotheses.push_back(std::move(t));
     }
   }
   return requests;

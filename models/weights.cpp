@@ -3,18 +3,26 @@
 #include <set>
 
 #include "engine/error.h"
+#include "models/shard_index.h"
 
 namespace ordo {
 
-WeightStore WeightStore::load(const std::filesystem::path& path, const ModelConfig& config) {
+WeightStore WeightStore::load(const std::filesystem::path& directory, const ModelConfig& config) {
   WeightStore store;
-  store.file_ = SafetensorsFile::open(path);
-  const std::string where = path.string();
+  store.files_ = open_weight_files(directory);
+  const auto find = [&](const std::string& name) -> std::pair<const SafetensorsFile*, const TensorInfo*> {
+    for (const SafetensorsFile& file : store.files_)
+      if (const TensorInfo* info = file.find(name)) return {&file, info};
+    return {nullptr, nullptr};
+  };
+  store.source_ = store.files_.size() == 1 ? store.files_.front().path().string()
+                                           : (directory / kShardIndexFile).string();
 
   std::set<std::string> expected;
   for (const TensorSpec& spec : expected_tensors(config)) {
     expected.insert(spec.name);
-    const TensorInfo* info = store.file_.find(spec.name);
+    const auto [file, info] = find(spec.name);
+    const std::string where = file != nullptr ? file->path().string() : store.source_;
     if (info == nullptr) {
       if (spec.required)
         throw Error(where, "missing tensor '" + spec.name + "' of shape " + spec.shape_meaning,
@@ -27,13 +35,14 @@ WeightStore WeightStore::load(const std::filesystem::path& path, const ModelConf
                              ", expected " + spec.shape_meaning,
                   "is config.json from another checkpoint?");
     store.converted_.emplace_back();
-    TensorView view = store.file_.as_float32(*info, store.converted_.back());
+    TensorView view = file->as_float32(*info, store.converted_.back());
     if (store.converted_.back().empty()) store.converted_.pop_back();
     store.parameter_count_ += view.size();
     store.bound_[spec.name] = std::move(view);
   }
-  for (const TensorInfo& info : store.file_.tensors())
-    if (!expected.contains(info.name)) store.unused_.push_back(info.name);
+  for (const SafetensorsFile& file : store.files_)
+    for (const TensorInfo& info : file.tensors())
+      if (!expected.contains(info.name)) store.unused_.push_back(info.name);
   return store;
 }
 

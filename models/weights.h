@@ -1,8 +1,9 @@
-// The weights of one model: a safetensors file checked against the name table.
+// The weights of one model: its safetensors file (or shards, models/shard_index.h)
+// checked against the family's tensor table.
 //
 // load() verifies, before anything is bound, that every required tensor is present
 // with the expected shape and a float dtype, and converts F16/BF16 to float32 (F32 stays
-// memory-mapped, uncopied). Tensors the file has and the config does not use are kept
+// memory-mapped, uncopied). Tensors the files have and the config does not use are kept
 // in unused() so that callers can report them; they are never silently dropped.
 #pragma once
 
@@ -19,7 +20,9 @@ namespace ordo {
 
 class WeightStore {
  public:
-  static WeightStore load(const std::filesystem::path& path, const ModelConfig& config);
+  // The weights of the model directory `directory` (model.safetensors, or the shards
+  // of model.safetensors.index.json).
+  static WeightStore load(const std::filesystem::path& directory, const ModelConfig& config);
 
   WeightStore(WeightStore&&) = default;
   WeightStore& operator=(WeightStore&&) = default;
@@ -30,14 +33,18 @@ class WeightStore {
   // Asking for a name outside the table is a bug in ordo, reported as Error.
   TensorView get(const std::string& name) const;
 
-  const SafetensorsFile& file() const { return file_; }
+  // One file, or the shards in the index's order of names.
+  const std::vector<SafetensorsFile>& files() const { return files_; }
+  // "dir/model.safetensors", or "dir/model.safetensors.index.json" for shards.
+  const std::string& source() const { return source_; }
   const std::vector<std::string>& unused() const { return unused_; }
   Index parameter_count() const { return parameter_count_; }
 
  private:
   WeightStore() = default;
 
-  SafetensorsFile file_;
+  std::vector<SafetensorsFile> files_;
+  std::string source_;
   std::map<std::string, TensorView> bound_;    // every expected name; empty when absent
   std::vector<std::vector<float>> converted_;  // F16/BF16 data as float32 (stable buffers)
   std::vector<std::string> unused_;

@@ -1,6 +1,6 @@
-// ordo inspect: what a model directory holds: its config (defaults filled in), the
-// parameter count, and every tensor with dtype and shape; tensors the config does not
-// use are marked, never hidden.
+// ordo inspect: what a model directory holds: its family and architecture, its config
+// (defaults filled in), the parameter count, and every tensor with dtype, shape and
+// file; tensors the config does not use are marked, never hidden.
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
@@ -21,15 +21,29 @@ nlohmann::json describe(const Model& model) {
   const std::set<std::string> unused(model.weights().unused().begin(),
                                      model.weights().unused().end());
   nlohmann::json tensors = nlohmann::json::array();
-  for (const TensorInfo& info : model.weights().file().tensors())
-    tensors.push_back({{"name", info.name},
-                       {"dtype", dtype_name(info.dtype)},
-                       {"shape", info.shape},
-                       {"used", !unused.contains(info.name)}});
+  const auto& files = model.weights().files();
+  for (const SafetensorsFile& file : files)
+    for (const TensorInfo& info : file.tensors()) {
+      nlohmann::json tensor = {{"name", info.name},
+                               {"dtype", dtype_name(info.dtype)},
+                               {"shape", info.shape},
+                               {"used", !unused.contains(info.name)}};
+      if (files.size() > 1) tensor["file"] = file.path().filename().string();
+      tensors.push_back(std::move(tensor));
+    }
   nlohmann::json tokenizer = nullptr;
   if (model.has_tokenizer()) tokenizer = {{"vocab_size", model.tokenizer_vocab_size()}};
+  const ModelConfig& c = model.config();
+  const nlohmann::json architecture = {
+      {"family", std::string(family_name(c.family))},
+      {"kind", c.has_encoder() ? "encoder-decoder" : "decoder-only"},
+      {"attention_heads", c.decoder_attention_heads},
+      {"key_value_heads", c.num_key_value_heads},
+      {"grouped_query_ratio", c.grouped_query_ratio()},
+      {"weight_files", files.size()}};
   return {{"directory", model.directory().string()},
-          {"config", model.config().to_json()},
+          {"architecture", architecture},
+          {"config", c.to_json()},
           {"parameters", model.weights().parameter_count()},
           {"tensors", tensors},
           {"unused_tensors", model.weights().unused()},
@@ -37,7 +51,13 @@ nlohmann::json describe(const Model& model) {
 }
 
 void print_table(const nlohmann::json& d) {
-  std::cout << "model directory: " << d["directory"].get<std::string>() << "\n\nconfig:\n";
+  const auto& a = d["architecture"];
+  std::cout << "model directory: " << d["directory"].get<std::string>() << "\n"
+            << "family: " << a["family"].get<std::string>() << " (" << a["kind"].get<std::string>() << ")\n"
+            << "grouped-query attention: " << a["attention_heads"].get<Index>() << " query heads over "
+            << a["key_value_heads"].get<Index>() << " K/V heads (ratio " << a["grouped_query_ratio"].get<Index>()
+            << ":1)\n"
+            << "weights: " << a["weight_files"].get<std::size_t>() << " file(s)\n\nconfig:\n";
   for (const auto& [key, value] : d["config"].items())
     std::cout << "  " << std::left << std::setw(34) << key << value.dump() << '\n';
   std::cout << "\nparameters: " << d["parameters"].get<Index>() << '\n';
@@ -54,6 +74,7 @@ void print_table(const nlohmann::json& d) {
     for (const auto& dim : t["shape"]) shape += (shape.empty() ? "" : ", ") + dim.dump();
     std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << t["name"].get<std::string>()
               << "  " << std::setw(5) << t["dtype"].get<std::string>() << "  [" << shape << "]"
+              << (t.contains("file") ? "  " + t["file"].get<std::string>() : "")
               << (t["used"].get<bool>() ? "" : "  UNUSED by this config") << '\n';
   }
 }

@@ -1,0 +1,113 @@
+#include "models/shard_index.h"
+
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+#include "models/json_message.h"
+
+namespace ordo {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// An index lists a few thousand names at most; anything far larger is not an index.
+constexpr std::uintmax_t kMaxIndexBytes = 64u << 20;
+
+bool exists_quietly(const fs::path& path) {
+  std::error_code error;
+  return fs::exists(path, error);
+}
+
+nlohmann::json read_index(const fs::path& path) {
+  std::error_code error;
+  const auto size = fs::file_size(path, error);
+  if (error) throw Error(path.string(), "cannot read the shard index: " + error.message());
+  if (size > kMaxIndexBytes)
+    throw Error(path.string(), "is " + std::to_string(size) + " bytes, more than a shard index can be (" +
+                                   std::to_string(kMaxIndexBytes) + ")");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string(), "cannot open the shard index");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
+  }
+}
+
+// A shard is named by a plain file name in the model directory, nothing else.
+void check_shard_name(const fs::path& index, const std::string& tensor, const std::string& shard) {
+  const bool plain = !shard.empty() && shard != "." && shard != ".." &&
+                     shard.find('/') == std::string::npos && shard.find('\\') == std::string::npos &&
+                     shard.find('\0') == std::string::npos;
+  if (!plain)
+    throw Error(index.string(), "weight_map puts tensor '" + tensor + "' in \"" + shard +
+                                    "\", which is not a file name inside the model directory",
+                "shards must sit next to the index; paths are not allowed");
+}
+
+}  // namespace
+
+std::vector<SafetensorsFile> open_weight_files(const fs::path& directory) {
+  const fs::path single = directory / kSingleWeightsFile;
+  const fs::path index_path = directory / kShardIndexFile;
+  if (exists_quietly(single) || !exists_quietly(index_path)) {
+    std::vector<SafetensorsFile> files;
+    files.push_back(SafetensorsFile::open(single));
+    return files;
+  }
+
+  const nlohmann::json index = read_index(index_path);
+  const std::string where = index_path.string();
+  if (!index.is_object()) throw Error(where, "expected a JSON object with a \"weight_map\"");
+  const auto map_entry = index.find("weight_map");
+  if (map_entry == index.end() || !map_entry->is_object())
+    throw Error(where, "has no \"weight_map\" object", "it maps each tensor name to its shard file");
+  if (map_entry->empty()) throw Error(where, "\"weight_map\" is empty", "it maps each tensor name to its shard file");
+
+  std::map<std::string, std::string> shard_of;  // tensor -> shard file name
+  std::map<std::string, std::size_t> shards;    // shard file name -> position in `files`
+  for (const auto& [tensor, shard] : map_entry->items()) {
+    if (!shard.is_string())
+      throw Error(where, "weight_map entry for tensor '" + tensor + "' is not a file name string");
+    const std::string name = shard.get<std::string>();
+    check_shard_name(index_path, tensor, name);
+    shard_of[tensor] = name;
+    shards.emplace(name, 0);
+  }
+
+  std::vector<SafetensorsFile> files;
+  std::map<std::string, std::string> found_in;  // tensor -> the shard holding it
+  for (auto& [name, position] : shards) {
+    const fs::path path = directory / name;
+    if (!exists_quietly(path))
+      throw Error(where, "names shard \"" + name + "\", which is not in " + directory.string(),
+                  "the checkpoint is incomplete: download every shard");
+    position = files.size();
+    files.push_back(SafetensorsFile::open(path));
+    for (const TensorInfo& info : files.back().tensors()) {
+      const auto [previous, fresh] = found_in.emplace(info.name, name);
+      if (!fresh)
+        throw Error(where, "tensor '" + info.name + "' is in two shards, \"" + previous->second + "\" and \"" + name + "\"",
+                    "a checkpoint stores each tensor once");
+    }
+  }
+  for (const auto& [tensor, shard] : found_in) {
+    const auto mapped = shard_of.find(tensor);
+    if (mapped == shard_of.end())
+      throw Error(where, "shard \"" + shard + "\" holds tensor '" + tensor + "', which weight_map does not list");
+    if (mapped->second != shard)
+      throw Error(where, "shard \"" + shard + "\" holds tensor '" + tensor + "', which weight_map puts in \"" +
+                             mapped->second + "\"");
+  }
+  for (const auto& [tensor, shard] : shard_of)
+    if (!found_in.contains(tensor))
+      throw Error(where, "weight_map puts tensor '" + tensor + "' in \"" + shard + "\", which does not hold it");
+  return files;
+}
+
+}  // namespace ordo
