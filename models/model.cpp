@@ -67,10 +67,14 @@ std::shared_ptr<const Model> Model::load(const fs::path& directory, const Warnin
 }
 
 const Tokenizer& Model::require(const std::shared_ptr<const Tokenizer>& tokenizer) const {
-  if (!tokenizer)
-    throw Error(directory_.string(), "has no tokenizer (tokenizer.model, or source.model + target.model)",
-                "pass token ids instead (--source-ids, --target-ids)");
-  return *tokenizer;
+  if (tokenizer) return *tokenizer;
+  if (exists_quietly(directory_ / "tokenizer.json"))
+    throw Error(directory_.string(),
+                "has only tokenizer.json (Hugging Face tokenizers), and ordo reads text with a SentencePiece "
+                "tokenizer.model",
+                "add the model's tokenizer.model, or pass token ids (--prompt-ids, --source-ids, --target-ids)");
+  throw Error(directory_.string(), "has no tokenizer (tokenizer.model, or source.model + target.model)",
+              "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
 }
 
 std::vector<int> Model::tokenize_source(std::string_view text) const {
@@ -85,6 +89,16 @@ std::vector<int> Model::tokenize_target(std::string_view text) const {
   return ids;
 }
 
+std::vector<int> Model::tokenize_prompt(std::string_view text, bool add_bos) const {
+  std::vector<int> ids;
+  if (add_bos && config_.bos_token_id) ids.push_back(*config_.bos_token_id);
+  const Tokenizer& tokenizer = require(target_tokenizer_);
+  if (text.empty() && !ids.empty()) return ids;  // bos alone: generation from scratch
+  const std::vector<int> pieces = tokenizer.encode(text);
+  ids.insert(ids.end(), pieces.begin(), pieces.end());
+  return ids;
+}
+
 std::string Model::detokenize_source(std::span<const int> ids) const {
   // The encoder reads every id; only the special ones have no text.
   std::vector<int> text_ids;
@@ -95,9 +109,10 @@ std::string Model::detokenize_source(std::span<const int> ids) const {
 
 std::string Model::detokenize_target(std::span<const int> ids) const {
   std::vector<int> text_ids;
+  const SpecialTokens& tokens = transformer_->tokens;
   for (int id : ids) {
-    if (id == config_.eos_token_id) break;  // what follows eos was never meant
-    if (id == config_.pad_token_id || id == config_.decoder_start_token_id) continue;
+    if (tokens.is_eos(id)) break;  // what follows eos was never meant
+    if (id == tokens.pad || id == tokens.bos || (!transformer_->decoder_only() && id == tokens.decoder_start)) continue;
     text_ids.push_back(id);
   }
   return require(target_tokenizer_).decode(text_ids);

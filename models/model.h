@@ -1,4 +1,4 @@
-// A model directory, loaded: config.json + model.safetensors (+ SentencePiece models).
+// A model directory, loaded: config.json + model.safetensors or its shards (+ SentencePiece models).
 //
 //   auto model = ordo::Model::load("weights/sinusoidal");
 //   auto source = model->tokenize_source("cats chase dogs");      // eos appended
@@ -48,8 +48,12 @@ class Model {
   // Text -> ids with eos appended. Throws Error when there is no tokenizer.
   std::vector<int> tokenize_source(std::string_view text) const;
   std::vector<int> tokenize_target(std::string_view text) const;
-  // Ids -> text. Source: eos and pad are skipped. Target: up to the first eos, with
-  // pad and decoder_start skipped.
+  // A prompt for the decoder to continue: the target tokenizer's ids without eos,
+  // after bos_token_id when `add_bos` and the model has one. Empty text gives bos alone
+  // (generation from scratch), or an error without bos.
+  std::vector<int> tokenize_prompt(std::string_view text, bool add_bos) const;
+  // Ids -> text. Source: eos and pad are skipped. Target: up to the first eos (any of
+  // the eos ids), with pad, bos and decoder_start skipped.
   std::string detokenize_source(std::span<const int> ids) const;
   std::string detokenize_target(std::span<const int> ids) const;
   // Ids -> SentencePiece pieces ("▁cat"), for display.

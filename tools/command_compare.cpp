@@ -152,7 +152,7 @@ void setup_compare(CLI::App& app) {
       "same translation.");
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
-  add_translator_options(*command, options->translator);
+  add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
   add_common_options(*command, options->common);
   command->callback([options, command] {
     validate_flags(options->translator);

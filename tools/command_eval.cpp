@@ -114,7 +114,7 @@ void setup_eval(CLI::App& app) {
       "report exact-match accuracy, token accuracy (position-wise, over whitespace tokens)\n"
       "and corpus BLEU-4 (as sacreBLEU on already tokenized text).");
   command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
-  add_translator_options(*command, options->translator);
+  add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")
       ->check(CLI::Range(0, 1'000'000));
   add_common_options(*command, options->common);

@@ -178,7 +178,7 @@ void setup_translate(CLI::App& app) {
       ->excludes(command->get_option("text"))
       ->excludes(command->get_option("--source-ids"));
   command->add_option("--output", options->output, "Write to FILE instead of stdout");
-  add_translator_options(*command, options->translator);
+  add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
   add_common_options(*command, options->common);
   command->callback([options] {
     validate_flags(options->translator);

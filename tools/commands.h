@@ -11,5 +11,6 @@ void setup_score(CLI::App& app);
 void setup_inspect(CLI::App& app);
 void setup_compare(CLI::App& app);
 void setup_eval(CLI::App& app);
+void setup_generate(CLI::App& app);
 
 }  // namespace ordo::tools

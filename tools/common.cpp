@@ -44,31 +44,34 @@ std::map<std::string, std::string>& flag_of_field() {
 
 }  // namespace
 
-void add_translator_options(CLI::App& command, TranslatorOptions& options) {
-  DecodingOptions& d = options.decoding;
-  const auto add = [&](const char* flag, const char* field, auto& value, const char* help, const char* group) {
+void add_decoding_options(CLI::App& command, DecodingOptions& d, Index& batch_size, const std::string& unit) {
+  const auto add = [&](const char* flag, const char* field, auto& value, const std::string& help, const char* group) {
     flag_of_field()[field] = flag;
     command.add_option(flag, value, help)->capture_default_str()->group(group);
   };
   const char* search = "Search";
   const char* sampling = "Sampling (--sample)";
   const char* output = "Output constraints";
-  add("--beam", "beam_size", d.beam_size, "Beam size: hypotheses kept per sentence (1: greedy)", search);
+  const std::string per_beam = "Beam size: hypotheses kept per " + unit + " (1: greedy)";
+  const std::string together = "How many " + unit + "s are decoded together; stdin is read and answered a batch at a time";
+  const std::string seeded = "Sampling seed: same seed, same output (" + unit + " i draws from (seed, i))";
+  add("--beam", "beam_size", d.beam_size, per_beam, search);
   add("--n-best", "n_best", d.n_best, "Print the N best hypotheses, each with its score (N <= --beam)", search);
   add("--length-penalty", "length_penalty", d.length_penalty,
       "Rank hypotheses by score / length^A, length counting eos (0: plain sum)", search);
-  add("--batch-size", "batch_size", options.batch_size,
-      "Sentences decoded together; stdin is read and answered a batch at a time", search);
+  add("--batch-size", "batch_size", batch_size, together, search);
   flag_of_field()["sample"] = "--sample";
   command.add_flag("--sample", d.sample, "Draw tokens from the model's distribution instead of searching")
       ->group(sampling);
   add("--temperature", "temperature", d.temperature, "Sample from softmax(logits / T), T > 0", sampling);
   add("--top-k", "top_k", d.top_k, "Sample among the K most likely tokens (0: all)", sampling);
   add("--top-p", "top_p", d.top_p, "Sample among the likeliest tokens holding P of the mass, 0 < P <= 1", sampling);
-  add("--seed", "seed", d.seed, "Sampling seed: same seed, same output (sentence i draws from (seed, i))", sampling);
-  add("--max-length", "max_length", d.max_length, "Most target tokens, eos included (0: 2 x source length + 10)",
+  add("--seed", "seed", d.seed, seeded, sampling);
+  add("--max-length", "max_length", d.max_length,
+      "Most generated tokens, eos included, a prompt excluded (0: 2 x source length + 10 when translating, " +
+          std::to_string(kAutomaticGenerationLength) + " when continuing a prompt)",
       output);
-  add("--min-length", "min_length", d.min_length, "Fewest target tokens, eos included (eos is banned before)",
+  add("--min-length", "min_length", d.min_length, "Fewest generated tokens, eos included (eos is banned before)",
       output);
   add("--no-repeat-ngram-size", "no_repeat_ngram_size", d.no_repeat_ngram_size,
       "Never repeat an n-gram of this size in the output (0: off)", output);
@@ -76,14 +79,10 @@ void add_translator_options(CLI::App& command, TranslatorOptions& options) {
       "Penalize tokens already in the output: logit / R if positive, x R if negative (1: off)", output);
 }
 
-void validate_flags(const TranslatorOptions& options) {
-  try {
-    options.validate();
-  } catch (const OptionError& e) {
-    const auto& flags = flag_of_field();
-    const auto flag = flags.find(e.field());
-    throw CLI::ValidationError(flag != flags.end() ? flag->second : e.field(), e.problem());
-  }
+void rethrow_as_usage_error(const OptionError& e) {
+  const auto& flags = flag_of_field();
+  const auto flag = flags.find(e.field());
+  throw CLI::ValidationError(flag != flags.end() ? flag->second : e.field(), e.problem());
 }
 
 Output::Output(const std::string& path) : name_(path.empty() ? "stdout" : path), stream_(&std::cout) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "engine/error.h"
 #include "models/translator.h"
 
 namespace ordo::tools {
@@ -27,12 +28,25 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 
 // Adds the decoding flags (--beam, --n-best, --length-penalty, --max-length,
 // --min-length, --no-repeat-ngram-size, --repetition-penalty, --sample, --temperature,
-// --top-k, --top-p, --seed) and --batch-size, each bound to its field of `options`.
-void add_translator_options(CLI::App& command, TranslatorOptions& options);
+// --top-k, --top-p, --seed) and --batch-size, each bound to its field. `unit` names
+// what is decoded in the help ("sentence", "prompt").
+void add_decoding_options(CLI::App& command, DecodingOptions& decoding, Index& batch_size,
+                          const std::string& unit = "sentence");
 
-// options.validate(), with a bad field reported as a usage error (exit 2) that names
-// its flag: "--beam: must be at least 1 (1: greedy), got 0".
-void validate_flags(const TranslatorOptions& options);
+// Runs an options struct's validate(), with a bad field reported as a usage error
+// (exit 2) that names its flag: "--beam: must be at least 1 (1: greedy), got 0".
+template <class Options>
+void validate_flags(const Options& options);
+void rethrow_as_usage_error(const OptionError& error);
+
+template <class Options>
+void validate_flags(const Options& options) {
+  try {
+    options.validate();
+  } catch (const OptionError& e) {
+    rethrow_as_usage_error(e);
+  }
+}
 
 // Opens --output FILE, or stdout when `path` is empty; throws Error naming the file.
 // `check_written` throws Error when an earlier write to it failed (a full disk).

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "ordo 0.1.0");
   ordo::tools::setup_translate(app);
+  ordo::tools::setup_generate(app);
   ordo::tools::setup_score(app);
   ordo::tools::setup_inspect(app);
   ordo::tools::setup_compare(app);

@@ -1,0 +1,174 @@
+#include "models/generator.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+
+namespace ordo {
+
+namespace {
+
+// The ids up to and including the first eos: what a continuation's text is made of.
+std::span<const int> until_eos(const SpecialTokens& tokens, std::span<const int> ids) {
+  const auto end = std::find_if(ids.begin(), ids.end(), [&](int id) { return tokens.is_eos(id); });
+  return ids.first(static_cast<std::size_t>(end - ids.begin()));
+}
+
+// A decoder-only model's prompt (bos first when asked), or an encoder-decoder model's
+// forced target prefix, which may be empty (decoder_start plays bos's part).
+std::vector<int> prompt_ids(const Model& model, std::string_view prompt, bool add_bos) {
+  if (model.transformer().decoder_only()) return model.tokenize_prompt(prompt, add_bos);
+  if (prompt.empty()) return {};
+  return model.tokenize_prompt(prompt, false);
+}
+
+}  // namespace
+
+void GeneratorOptions::validate() const {
+  decoding.validate();
+  if (batch_size < 1) throw OptionError("batch_size", "must be at least 1, got " + std::to_string(batch_size));
+  if (batch_size > 65536) throw OptionError("batch_size", "must be at most 65536, got " + std::to_string(batch_size));
+}
+
+const TranslatedHypothesis& Generation::best() const {
+  if (!ok()) throw Error(error);
+  if (hypotheses.empty()) throw Error("generation", "has no hypothesis");
+  return hypotheses.front();
+}
+
+Generator::Generator(std::shared_ptr<const Model> model, GeneratorOptions options)
+    : model_(std::move(model)), options_(std::move(options)) {
+  if (!model_) throw Error("generator", "no model given");
+  options_.validate();
+}
+
+std::string Generator::continuation_text(std::span<const int> prompt, std::span<const int> generated) const {
+  const SpecialTokens& tokens = model_->transformer().tokens;
+  const std::span<const int> kept = until_eos(tokens, generated);
+  if (kept.empty()) return "";
+  // Decoded in context, so that the space a word piece carries ("▁Hund") shows up
+  // between the prompt and the continuation; the prompt's own text is then cut off.
+  std::vector<int> all(prompt.begin(), prompt.end());
+  all.insert(all.end(), kept.begin(), kept.end());
+  const std::string whole = model_->detokenize_target(all);
+  const std::string before = model_->detokenize_target(prompt);
+  if (whole.starts_with(before)) return whole.substr(before.size());
+  return model_->detokenize_target(kept);  // the pieces merged across the boundary
+}
+
+Generation Generator::generate(std::string_view prompt, std::string_view source, const TextCallback& on_text) const {
+  Generation request;
+  request.prompt = std::string(prompt);
+  request.source = std::string(source);
+  if (model_->transformer().decoder_only() && !source.empty())
+    throw Error("generate", "this model is decoder-only: it continues a prompt and reads no source");
+  request.prompt_ids = prompt_ids(*model_, prompt, options_.add_bos);
+  if (!model_->transformer().decoder_only()) request.source_ids = model_->tokenize_source(source);
+
+  const DecodeRequest decode{request.source_ids, request.prompt_ids};
+  WorkspacePool::Lease workspace = workspaces_->borrow();
+  std::vector<int> streamed;
+  std::string shown;
+  TokenCallback on_token;
+  if (on_text && options_.decoding.beam_size == 1)
+    on_token = [&](std::size_t, int token) {
+      streamed.push_back(token);
+      const std::string text = continuation_text(request.prompt_ids, streamed);
+      // Pieces only ever extend the text; print what is new.
+      if (text.size() > shown.size() && text.starts_with(shown)) {
+        on_text(std::string_view(text).substr(shown.size()));
+        shown = text;
+      }
+    };
+  DecodeResult result =
+      std::move(decode_requests(model_->transformer(), std::span(&decode, 1), options_.decoding, {}, *workspace, on_token)
+                    .front());
+  if (!result.ok()) throw Error(result.error);
+  for (Hypothesis& h : result.hypotheses) {
+    TranslatedHypothesis t{std::move(h), {}};
+    t.text = continuation_text(request.prompt_ids, t.ids);
+    request.hypotheses.push_back(std::move(t));
+  }
+  if (on_text && options_.decoding.beam_size > 1) on_text(request.best().text);
+  return request;
+}
+
+std::vector<Generation> Generator::generate_batch(std::span<const std::string> prompts,
+                                                  std::span<const std::string> sources,
+                                                  std::uint64_t first_stream) const {
+  const bool decoder_only = model_->transformer().decoder_only();
+  if (decoder_only && !sources.empty())
+    throw Error("generate", "this model is decoder-only: it continues prompts and reads no source");
+  if (!decoder_only && sources.size() != prompts.size())
+    throw Error("generate", "an encoder-decoder model needs one source per prompt; got " +
+                                std::to_string(sources.size()) + " for " + std::to_string(prompts.size()));
+  std::vector<Generation> requests(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    Generation& r = requests[i];
+    r.prompt = prompts[i];
+    try {
+      r.prompt_ids = prompt_ids(*model_, r.prompt, options_.add_bos);
+      if (!decoder_only) {
+        r.source = sources[i];
+        r.source_ids = model_->tokenize_source(r.source);
+      }
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+  }
+  return decode_all(std::move(requests), first_stream);
+}
+
+std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vector<int>> prompts,
+                                                      std::span<const std::vector<int>> sources,
+                                                      std::uint64_t first_stream) const {
+  const bool decoder_only = model_->transformer().decoder_only();
+  if (!decoder_only && sources.size() != prompts.size())
+    throw Error("generate", "an encoder-decoder model needs one source per prompt; got " +
+                                std::to_string(sources.size()) + " for " + std::to_string(prompts.size()));
+  std::vector<Generation> requests(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    Generation& r = requests[i];
+    r.prompt_ids = prompts[i];
+    if (!sources.empty()) r.source_ids = sources[i];
+    if (!model_->has_tokenizer()) continue;
+    try {
+      r.prompt = model_->detokenize_target(r.prompt_ids);
+      if (!r.source_ids.empty()) r.source = model_->detokenize_source(r.source_ids);
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+  }
+  return decode_all(std::move(requests), first_stream);
+}
+
+std::vector<Generation> Generator::decode_all(std::vector<Generation> requests, std::uint64_t first_stream) const {
+  std::vector<std::size_t> pending;
+  std::vector<DecodeRequest> decode;
+  std::vector<std::uint64_t> streams;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].ok()) {
+      pending.push_back(i);
+      decode.push_back({requests[i].source_ids, requests[i].prompt_ids});
+      streams.push_back(first_stream + i);
+    }
+  if (decode.empty()) return requests;
+  WorkspacePool::Lease workspace = workspaces_->borrow();
+  std::vector<DecodeResult> decoded =
+      decode_many(model_->transformer(), decode, options_.decoding, options_.batch_size, streams, *workspace);
+  for (std::size_t k = 0; k < pending.size(); ++k) {
+    Generation& r = requests[pending[k]];
+    if (!decoded[k].ok()) {
+      r.error = std::move(decoded[k].error);
+      continue;
+    }
+    for (Hypothesis& h : decoded[k].hypotheses) {
+      TranslatedHypothesis t{std::move(h), {}};
+      if (model_->has_tokenizer()) t.text = continuation_text(r.prompt_ids, t.ids);
+      r.hypotheses.push_back(std::move(t));
+    }
+  }
+  return requests;
+}
+
+}  // namespace ordo

@@ -1,0 +1,249 @@
+// ordo generate: continue a prompt. A decoder-only model continues the text itself; an
+// encoder-decoder model continues a forced prefix of the translation of --source.
+//
+//   ordo generate --model weights/german-llama "Die Katze"     -> Die Katze jagt den Hund .
+//   ordo generate --model weights/german-llama --sample --seed 3 "Der Hund"
+//   ordo generate --source "cats chase dogs" "Katzen"           -> Katzen jagen Hunde
+//   ordo generate --model DIR --prompt-ids "1 5 9"              -> ids in, ids out
+//
+// With greedy search or sampling (--beam 1) each token's text is printed and flushed as
+// soon as it is chosen; with beams, the result is printed when the search ends.
+#include <unistd.h>
+
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/error.h"
+#include "models/generator.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+
+namespace ordo::tools {
+
+namespace {
+
+struct GenerateOptions {
+  CommonOptions common;
+  GeneratorOptions generator;
+  std::vector<std::string> prompts;
+  std::optional<std::string> prompt_ids;  // set, even to "", when --prompt-ids is given
+  std::optional<std::string> source;      // encoder-decoder models
+  std::optional<std::string> source_ids;
+  bool no_bos = false;
+  std::string output;
+};
+
+nlohmann::json hypothesis_json(const TranslatedHypothesis& h, bool text, const DecodingOptions& decoding) {
+  nlohmann::json j;
+  j["generated_ids"] = h.ids;
+  if (text) j["text"] = h.text;
+  j["score"] = h.score;
+  if (decoding.length_penalty != 0.0) j["normalized_score"] = h.normalized_score;
+  j["finished"] = h.finished;
+  return j;
+}
+
+nlohmann::json generation_json(const Generation& g, bool text, bool encoder_decoder, const DecodingOptions& decoding) {
+  nlohmann::json j;
+  if (encoder_decoder) {
+    if (text) j["source"] = g.source;
+    j["source_ids"] = g.source_ids;
+  }
+  if (text) j["prompt"] = g.prompt;
+  j["prompt_ids"] = g.prompt_ids;
+  if (!g.ok()) {
+    j["error"] = g.error;
+    return j;
+  }
+  if (decoding.n_best == 1) {
+    j.update(hypothesis_json(g.hypotheses.front(), text, decoding));
+    return j;
+  }
+  nlohmann::json hypotheses = nlohmann::json::array();
+  for (const TranslatedHypothesis& h : g.hypotheses) {
+    nlohmann::json one = hypothesis_json(h, text, decoding);
+    one["token_logprobs"] = h.token_logprobs;
+    hypotheses.push_back(std::move(one));
+  }
+  j["hypotheses"] = std::move(hypotheses);
+  return j;
+}
+
+class GenerateCommand {
+ public:
+  GenerateCommand(const GenerateOptions& options, std::shared_ptr<const Model> model)
+      : options_(options),
+        model_(model),
+        generator_(std::move(model), with_bos(options)),
+        out_(options.output),
+        encoder_decoder_(!model_->transformer().decoder_only()) {}
+
+  void run() {
+    if (options_.prompt_ids) return run_ids();
+    if (encoder_decoder_ && !options_.source && !options_.prompts.empty())
+      throw Error("generate", "this is an encoder-decoder model: it continues the translation of a source",
+                  "give --source TEXT (the prompt is then the start of the translation)");
+    if (!encoder_decoder_ && (options_.source || options_.source_ids))
+      throw Error("generate", "this model is decoder-only: it reads no --source", "give the text as the prompt");
+    if (!options_.prompts.empty()) return run_texts(options_.prompts, "prompt ");
+    if (encoder_decoder_) return run_texts({""}, "");  // --source alone: its translation
+    run_stdin();
+  }
+
+ private:
+  static GeneratorOptions with_bos(const GenerateOptions& options) {
+    GeneratorOptions g = options.generator;
+    g.add_bos = !options.no_bos;
+    return g;
+  }
+
+  bool streaming() const { return !options_.common.json && options_.generator.decoding.beam_size == 1; }
+
+  std::vector<std::string> sources_for(std::size_t count) const {
+    return encoder_decoder_ ? std::vector<std::string>(count, options_.source.value_or("")) : std::vector<std::string>{};
+  }
+
+  // Prints one result (not streamed); returns false when it failed, reporting it on
+  // stderr prefixed by `where`.
+  bool print(const Generation& g, std::size_t index, const std::string& where, bool text) {
+    const DecodingOptions& decoding = options_.generator.decoding;
+    if (!g.ok()) std::cerr << "ordo: " << where << g.error << '\n';
+    if (options_.common.json) {
+      print_json_line(generation_json(g, text, encoder_decoder_, decoding), out_.stream());
+      return g.ok();
+    }
+    if (!g.ok()) {
+      out_.stream() << '\n';
+      return false;
+    }
+    const auto shown = [&](const TranslatedHypothesis& h) { return text ? g.prompt + h.text : join_ids(h.ids); };
+    if (decoding.n_best == 1) {
+      out_.stream() << shown(g.hypotheses.front()) << '\n';
+    } else {
+      for (const TranslatedHypothesis& h : g.hypotheses)
+        out_.stream() << index << " ||| " << shown(h) << " ||| " << std::fixed << std::setprecision(4)
+                      << (decoding.length_penalty != 0.0 ? h.normalized_score : h.score) << std::defaultfloat << '\n';
+    }
+    return true;
+  }
+
+  // One prompt, its text printed as it is generated.
+  bool stream(const std::string& prompt, const std::string& where) {
+    std::ostream& out = out_.stream();
+    out << prompt << std::flush;
+    try {
+      generator_.generate(prompt, options_.source.value_or(""), [&](std::string_view text) { out << text << std::flush; });
+    } catch (const Error& e) {
+      out << '\n';
+      std::cerr << "ordo: " << where << e.what() << '\n';
+      return false;
+    }
+    out << '\n';
+    return true;
+  }
+
+  void run_texts(const std::vector<std::string>& prompts, const std::string& where_prefix) {
+    std::size_t failures = 0;
+    const auto where = [&](std::size_t i) {
+      return prompts.size() > 1 ? where_prefix + std::to_string(i + 1) + ": " : std::string();
+    };
+    if (streaming()) {
+      for (std::size_t i = 0; i < prompts.size(); ++i) failures += !stream(prompts[i], where(i));
+    } else {
+      const std::vector<std::string> sources = sources_for(prompts.size());
+      const std::vector<Generation> results = generator_.generate_batch(prompts, sources);
+      for (std::size_t i = 0; i < results.size(); ++i) failures += !print(results[i], i, where(i), true);
+    }
+    out_.check_written();
+    if (failures > 0)
+      throw Error("generate", prompts.size() == 1 ? "the prompt could not be continued (see above)"
+                                                  : std::to_string(failures) + " of " + std::to_string(prompts.size()) +
+                                                        " prompts failed (each is reported above)");
+  }
+
+  void run_ids() {
+    std::vector<std::vector<int>> sources;
+    if (encoder_decoder_) {
+      if (!options_.source_ids)
+        throw Error("generate", "this is an encoder-decoder model: --prompt-ids needs --source-ids");
+      sources.push_back(parse_ids(*options_.source_ids, "--source-ids"));
+    }
+    const std::vector<std::vector<int>> prompts{parse_ids(*options_.prompt_ids, "--prompt-ids")};
+    const Generation g = generator_.generate_ids_batch(prompts, sources).front();
+    if (!g.ok()) throw Error(g.error);
+    print(g, 0, "", model_->has_tokenizer() && options_.common.json);
+    out_.check_written();
+  }
+
+  // One prompt per line: streamed one at a time, or decoded a batch at a time.
+  void run_stdin() {
+    const bool terminal = ::isatty(STDIN_FILENO);
+    if (terminal) std::cerr << "ordo: reading prompts from the terminal, one per line (Ctrl-D ends)\n";
+    const std::size_t batch = streaming() || terminal ? 1 : static_cast<std::size_t>(options_.generator.batch_size);
+    std::size_t lines = 0, failures = 0;
+    std::vector<std::string> pending;
+    std::string line;
+    bool more = true;
+    while (more) {
+      pending.clear();
+      while (pending.size() < batch && (more = static_cast<bool>(std::getline(std::cin, line)))) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        pending.push_back(line);
+      }
+      if (streaming()) {
+        for (const std::string& prompt : pending) failures += !stream(prompt, "stdin line " + std::to_string(++lines) + ": ");
+      } else {
+        const std::vector<Generation> results = generator_.generate_batch(pending, {}, lines);
+        for (const Generation& g : results) {
+          ++lines;
+          failures += !print(g, lines - 1, "stdin line " + std::to_string(lines) + ": ", true);
+        }
+      }
+      out_.check_written();
+    }
+    if (std::cin.bad()) throw Error("stdin", "reading failed after line " + std::to_string(lines));
+    if (failures > 0)
+      throw Error("generate", std::to_string(failures) + " of " + std::to_string(lines) + " prompts failed");
+  }
+
+  const GenerateOptions& options_;
+  std::shared_ptr<const Model> model_;
+  Generator generator_;
+  Output out_;
+  bool encoder_decoder_;
+};
+
+}  // namespace
+
+void setup_generate(CLI::App& app) {
+  auto options = std::make_shared<GenerateOptions>();
+  CLI::App* command = app.add_subcommand(
+      "generate",
+      "Continue a prompt. A decoder-only model continues PROMPT itself (bos_token_id put\n"
+      "first unless --no-bos); an encoder-decoder model continues PROMPT as the start of\n"
+      "the translation of --source. Greedy by default, beams with --beam, sampling with\n"
+      "--sample. With --beam 1 each token's text is printed as soon as it is chosen.\n"
+      "--max-length counts generated tokens; generation stops at eos. With no PROMPT,\n"
+      "reads one prompt per line from stdin.");
+  command->add_option("prompt", options->prompts, "Text to continue (several: one after another)");
+  command->add_option("--prompt-ids", options->prompt_ids,
+                      "Continue token ids instead of text, e.g. \"1 5 9\" (used as given: no bos added)")
+      ->excludes(command->get_option("prompt"));
+  command->add_option("--source", options->source, "Encoder-decoder models: the sentence whose translation to continue")
+      ->excludes(command->get_option("--prompt-ids"));
+  command->add_option("--source-ids", options->source_ids, "Encoder-decoder models: the source as ids (with --prompt-ids)")
+      ->needs(command->get_option("--prompt-ids"));
+  command->add_flag("--no-bos", options->no_bos, "Do not put bos_token_id before a text prompt");
+  command->add_option("--output", options->output, "Write to FILE instead of stdout");
+  add_decoding_options(*command, options->generator.decoding, options->generator.batch_size, "prompt");
+  add_common_options(*command, options->common);
+  command->callback([options] {
+    validate_flags(options->generator);
+    GenerateCommand(*options, load_model(options->common)).run();
+  });
+}
+
+}  // namespace ordo::tools
