@@ -1,0 +1,168 @@
+// Generation models against the PyTorch oracle (tools/make_parity_models.py, the
+// `generation_models` of its index): decoder-only models in ordo's format for every
+// position scheme, post- and pre-norm, with grouped-query attention; and models in
+// Hugging Face's LLaMA layout with grouped-query ratios 1, 2 and 4, tied and untied,
+// with and without attention and MLP biases, head_dim != hidden/heads, a list of eos
+// ids, F32/F16/BF16, single-file and sharded. Same tolerances as test_parity.cpp:
+// log-probs within 1e-4 absolute (float32 both sides, summation order differs), greedy
+// and beam ids identical (the oracle keeps only cases whose decisions have margins
+// >= 1e-2 for greedy and >= 1e-3 for beams).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/search.h"
+#include "models/model.h"
+#include "tests/reference.h"
+
+namespace ordo {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path parity_dir() { return ORDO_PARITY_DIR; }
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error(path.string() + " is missing: the oracle has not run (ctest runs it as the fixture "
+                             "'oracle'; or run /usr/bin/python3 tools/make_parity_models.py --out " +
+                             parity_dir().string() + ")");
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> generation_models() {
+  return read_json(parity_dir() / "index.json").at("generation_models").get<std::vector<std::string>>();
+}
+
+std::vector<int> ids_of(const nlohmann::json& j) { return j.get<std::vector<int>>(); }
+
+// Greedy continuations of `prompts`, as one batch.
+std::vector<DecodeResult> greedy(const Transformer& t, const std::vector<std::vector<int>>& prompts, Index max_length) {
+  std::vector<DecodeRequest> requests;
+  for (const auto& p : prompts) requests.push_back({{}, p});
+  DecodingOptions options;
+  options.max_length = max_length;
+  DecodeWorkspace workspace;
+  return decode_requests(t, requests, options, {}, workspace);
+}
+
+TEST(GenerationParity, OracleCoversBothFamiliesAndTheirVariants) {
+  std::set<std::string> kinds;
+  for (const std::string& name : generation_models()) {
+    const auto model = Model::load(parity_dir() / name);
+    const ModelConfig& c = model->config();
+    EXPECT_FALSE(c.has_encoder()) << name;
+    kinds.insert(std::string(family_name(c.family)));
+    kinds.insert("kv" + std::to_string(c.grouped_query_ratio()));
+    kinds.insert(c.tie_word_embeddings ? "tied" : "untied");
+    kinds.insert(std::string(position_encoding_name(c.position_encoding)) + (c.normalize_before ? "-pre" : "-post"));
+    if (model->weights().files().size() > 1) kinds.insert("sharded");
+    if (c.family == Family::Llama && c.attention_bias) kinds.insert("attention_bias");
+    if (c.family == Family::Llama && c.mlp_bias) kinds.insert("mlp_bias");
+    if (c.decoder_head_dim() * c.decoder_attention_heads != c.d_model) kinds.insert("head_dim");
+    if (!c.other_eos_token_ids.empty()) kinds.insert("eos list");
+    kinds.insert(read_json(parity_dir() / name / "reference.json").at("dtype").get<std::string>());
+  }
+  for (const char* want : {"ordo", "llama", "kv1", "kv2", "kv4", "tied", "untied", "sharded", "attention_bias",
+                           "mlp_bias", "head_dim", "eos list", "F32", "F16", "BF16", "sinusoidal-post",
+                           "sinusoidal-pre", "learned-post", "learned-pre", "rope-post", "rope-pre", "none-post",
+                           "none-pre"})
+    EXPECT_TRUE(kinds.contains(want)) << "no generation model covers " << want;
+}
+
+TEST(GenerationParity, EveryModelScoresAndContinuesAsPyTorch) {
+  double worst = 0.0;
+  std::size_t tokens = 0, models = 0;
+  for (const std::string& name : generation_models()) {
+    SCOPED_TRACE("model " + name);
+    const auto model = Model::load(parity_dir() / name);
+    const Transformer& t = model->transformer();
+    const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
+    for (const nlohmann::json& c : reference.at("cases")) {
+      std::vector<int> sequence = ids_of(c.at("prompt_ids"));
+      const std::vector<int> continuation = ids_of(c.at("continuation_ids"));
+      sequence.insert(sequence.end(), continuation.begin(), continuation.end());
+      SCOPED_TRACE("sequence " + nlohmann::json(sequence).dump());
+      const std::vector<float> got = score_target(t, {}, sequence);
+      const auto want = c.at("token_logprobs").get<std::vector<double>>();
+      reference::expect_close(got, want, 1e-4, 0.0);
+      for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+      tokens += got.size();
+
+      const auto decoded = greedy(t, {ids_of(c.at("prompt_ids"))}, c.at("greedy_max_length").get<Index>());
+      ASSERT_TRUE(decoded.front().ok()) << decoded.front().error;
+      EXPECT_EQ(decoded.front().hypotheses.front().ids, ids_of(c.at("greedy_ids")));
+    }
+    ++models;
+  }
+  EXPECT_GE(models, 20u);
+  std::cout << "[ parity ] " << models << " generation models, " << tokens << " scored tokens: worst |log-prob error| "
+            << worst << '\n';
+}
+
+TEST(GenerationParity, BatchesMatchPyTorchBatches) {
+  for (const std::string& name : generation_models()) {
+    SCOPED_TRACE("model " + name);
+    const auto model = Model::load(parity_dir() / name);
+    const Transformer& t = model->transformer();
+    const nlohmann::json batch = read_json(parity_dir() / name / "reference.json").at("batch");
+    const auto prompts = batch.at("prompts").get<std::vector<std::vector<int>>>();
+    const auto sequences = batch.at("sequences").get<std::vector<std::vector<int>>>();
+    const auto want_logprobs = batch.at("token_logprobs").get<std::vector<std::vector<double>>>();
+    const auto want_ids = batch.at("greedy_ids").get<std::vector<std::vector<int>>>();
+
+    const std::vector<ScoreResult> scored = score_batch(t, {}, sequences);
+    const std::vector<DecodeResult> decoded = greedy(t, prompts, batch.at("greedy_max_length").get<Index>());
+    ASSERT_EQ(scored.size(), sequences.size());
+    ASSERT_EQ(decoded.size(), prompts.size());
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("batch entry " + std::to_string(i));
+      ASSERT_TRUE(scored[i].ok()) << scored[i].error;
+      reference::expect_close(scored[i].token_logprobs, want_logprobs[i], 1e-4, 0.0);
+      ASSERT_TRUE(decoded[i].ok()) << decoded[i].error;
+      EXPECT_EQ(decoded[i].hypotheses.front().ids, want_ids[i]);
+    }
+  }
+}
+
+TEST(GenerationParity, BeamSearchMatchesTheOraclesBeamSearch) {
+  std::size_t cases = 0;
+  for (const std::string& name : generation_models()) {
+    SCOPED_TRACE("model " + name);
+    const auto model = Model::load(parity_dir() / name);
+    const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
+    for (const nlohmann::json& c : reference.at("beam")) {
+      SCOPED_TRACE("beam case " + c.dump().substr(0, 120));
+      DecodingOptions options;
+      options.beam_size = c.at("beam_size").get<Index>();
+      options.n_best = c.at("n_best").get<Index>();
+      options.length_penalty = c.at("length_penalty").get<double>();
+      options.max_length = c.at("max_length").get<Index>();
+      options.min_length = c.value("min_length", Index{0});
+      const std::vector<DecodeRequest> requests{{{}, ids_of(c.at("prompt_ids"))}};
+      DecodeWorkspace workspace;
+      const DecodeResult got = decode_requests(model->transformer(), requests, options, {}, workspace).front();
+      ASSERT_TRUE(got.ok()) << got.error;
+      const nlohmann::json& want = c.at("hypotheses");
+      ASSERT_EQ(got.hypotheses.size(), want.size());
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        SCOPED_TRACE("hypothesis " + std::to_string(k));
+        EXPECT_EQ(got.hypotheses[k].ids, ids_of(want[k].at("ids")));
+        EXPECT_NEAR(got.hypotheses[k].score, want[k].at("score").get<double>(), 1e-4);
+        EXPECT_NEAR(got.hypotheses[k].normalized_score, want[k].at("normalized_score").get<double>(), 1e-4);
+        EXPECT_EQ(got.hypotheses[k].finished, want[k].at("finished").get<bool>());
+      }
+      ++cases;
+    }
+  }
+  EXPECT_GE(cases, 100u);
+}
+
+}  // namespace
+}  // namespace ordo
