@@ -87,7 +87,7 @@ void Decoder::check_length(Index length) const {
 
 void Decoder::start(DecoderState& state, const EncoderOutput& memory,
                     std::span<const Index> source_of, Index max_sequences, Index max_steps) const {
-  if (!has_cross_attention())
+  if (!layers_.empty() && !has_cross_attention())
     throw Error("decoder", "was given an encoder output, but this model is decoder-only",
                 "start it without memory");
   open(state, &memory, source_of, max_sequences, max_steps);

@@ -142,6 +142,37 @@ std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vecto
   return decode_all(std::move(requests), first_stream);
 }
 
+Scored Generator::score(std::string_view text) const {
+  std::vector<int> ids = model_->tokenize_prompt(text, options_.add_bos);
+  ids.push_back(model_->transformer().tokens.eos);
+  const std::vector<std::vector<int>> sequences{std::move(ids)};
+  Scored result = std::move(score_ids_batch(sequences).front());
+  if (!result.ok()) throw Error(result.error);
+  return result;
+}
+
+std::vector<Scored> Generator::score_ids_batch(std::span<const std::vector<int>> sequences) const {
+  if (!model_->transformer().decoder_only())
+    throw Error("score", "this is an encoder-decoder model: a target is scored given a source",
+                "use ordo::Translator::score, or ordo score --source ... --target ...");
+  std::vector<Scored> results(sequences.size());
+  WorkspacePool::Lease workspace = workspaces_->borrow();
+  const auto batch = static_cast<std::size_t>(options_.batch_size);
+  for (std::size_t first = 0; first < sequences.size(); first += batch) {
+    const std::size_t count = std::min(batch, sequences.size() - first);
+    std::vector<ScoreResult> scored = score_batch(model_->transformer(), {}, sequences.subspan(first, count), *workspace);
+    for (std::size_t k = 0; k < count; ++k) {
+      Scored& r = results[first + k];
+      const std::vector<int>& sequence = sequences[first + k];
+      if (!sequence.empty()) r.target_ids.assign(sequence.begin() + 1, sequence.end());
+      r.token_logprobs = std::move(scored[k].token_logprobs);
+      r.score = scored[k].score;
+      r.error = std::move(scored[k].error);
+    }
+  }
+  return results;
+}
+
 std::vector<Generation> Generator::decode_all(std::vector<Generation> requests, std::uint64_t first_stream) const {
   std::vector<std::size_t> pending;
   std::vector<DecodeRequest> decode;

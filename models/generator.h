@@ -81,6 +81,15 @@ class Generator {
                                              std::span<const std::vector<int>> sources = {},
                                              std::uint64_t first_stream = 0) const;
 
+  // Decoder-only models: log p(token | the tokens before) for every token of `text`
+  // after the first, with bos before it (add_bos) and eos after it, so that the end is
+  // scored too. Scored::target_ids are the scored tokens. Throws Error when the text
+  // cannot be scored.
+  Scored score(std::string_view text) const;
+  // The same for id sequences, used as given (at least two tokens each); per-sequence
+  // errors.
+  std::vector<Scored> score_ids_batch(std::span<const std::vector<int>> sequences) const;
+
   // The text `generated` adds after `prompt` (leading space included), both in ids.
   std::string continuation_text(std::span<const int> prompt, std::span<const int> generated) const;
 

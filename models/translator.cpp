@@ -30,6 +30,9 @@ const TranslatedHypothesis& Translation::best() const {
 Translator::Translator(std::shared_ptr<const Model> model, TranslatorOptions options)
     : model_(std::move(model)), options_(std::move(options)) {
   if (!model_) throw Error("translator", "no model given");
+  if (model_->transformer().decoder_only())
+    throw Error(model_->directory().string(), "is a decoder-only model: it continues text rather than translating it",
+                "use ordo generate (ordo::Generator)");
   options_.validate();
 }
 

@@ -67,7 +67,7 @@ struct Scored {
 
 class Translator {
  public:
-  // Throws OptionError for bad options.
+  // Throws OptionError for bad options, Error for a decoder-only model (see Generator).
   explicit Translator(std::shared_ptr<const Model> model, TranslatorOptions options = {});
 
   // One sentence. Throws Error when it cannot be translated (empty text, too long, ...).
