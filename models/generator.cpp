@@ -135,8 +135,9 @@ std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vecto
     try {
       r.prompt = model_->detokenize_target(r.prompt_ids);
       if (!r.source_ids.empty()) r.source = model_->detokenize_source(r.source_ids);
-    } catch (const Error& e) {
-      r.error = e.what();
+    } catch (const Error&) {
+      // Ids the tokenizer cannot spell: the texts stay empty, and the decoder checks
+      // the ids against the model's own vocabulary, with a message naming the input.
     }
   }
   return decode_all(std::move(requests), first_stream);
@@ -193,10 +194,15 @@ std::vector<Generation> Generator::decode_all(std::vector<Generation> requests, 
       r.error = std::move(decoded[k].error);
       continue;
     }
-    for (Hypothesis& h : decoded[k].hypotheses) {
-      TranslatedHypothesis t{std::move(h), {}};
-      if (model_->has_tokenizer()) t.text = continuation_text(r.prompt_ids, t.ids);
-      r.hypotheses.push_back(std::move(t));
+    try {
+      for (Hypothesis& h : decoded[k].hypotheses) {
+        TranslatedHypothesis t{std::move(h), {}};
+        if (model_->has_tokenizer()) t.text = continuation_text(r.prompt_ids, t.ids);
+        r.hypotheses.push_back(std::move(t));
+      }
+    } catch (const Error& e) {  // an id the tokenizer lacks (a model vocabulary larger than it)
+      r.hypotheses.clear();
+      r.error = e.what();
     }
   }
   return requests;

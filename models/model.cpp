@@ -110,7 +110,9 @@ std::string Model::detokenize_source(std::span<const int> ids) const {
 std::string Model::detokenize_target(std::span<const int> ids) const {
   std::vector<int> text_ids;
   const SpecialTokens& tokens = transformer_->tokens;
-  for (int id : ids) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const int id = ids[i];
+    if (i == 0 && tokens.bos && id == *tokens.bos) continue;  // a prompt's bos, which may equal eos (GPT-2)
     if (tokens.is_eos(id)) break;  // what follows eos was never meant
     if (id == tokens.pad || id == tokens.bos || (!transformer_->decoder_only() && id == tokens.decoder_start)) continue;
     text_ids.push_back(id);

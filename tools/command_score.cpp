@@ -1,13 +1,17 @@
-// ordo score: the teacher-forced log-probability of a target given a source.
+// ordo score: the teacher-forced log-probability of a target given a source, or for a
+// decoder-only model of a text on its own.
 //
 //   ordo score --source "cats chase dogs" --target "Katzen jagen Hunde"
 //   ordo score --source-ids "5 8 2" --target-ids "7 9 2"
-// Text targets get eos appended (the model must also predict the end); id targets are
-// scored as given and should end with eos.
+//   ordo score --model weights/german-llama --target "Die Katze jagt den Hund ."
+// Text targets get eos appended (the model must also predict the end), and for a
+// decoder-only model bos before (unless --no-bos): each token after the first is
+// scored given the ones before. Id targets are scored as given.
 #include <iomanip>
 #include <iostream>
 
 #include "engine/error.h"
+#include "models/generator.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -21,25 +25,59 @@ struct ScoreOptions {
   std::string target;
   std::string source_ids;
   std::string target_ids;
+  bool no_bos = false;
 };
 
-void run_score(const ScoreOptions& options, bool text) {
-  const auto model = load_model(options.common);
-  const Translator translator(model);
-  Scored scored;
+// "--target: input text: is empty ..." rather than "target: ...": name the flag at fault.
+[[noreturn]] void rethrow_naming_flag(const Error& e) {
+  const std::string message = e.what();
+  throw Error(message.starts_with("source: ") || message.starts_with("target: ") ? "--" + message : message);
+}
+
+// A decoder-only model scores the target alone.
+Scored score_alone(const std::shared_ptr<const Model>& model, const ScoreOptions& options, bool text, bool has_source) {
+  if (has_source)
+    throw Error("score", "this model is decoder-only: it scores a text on its own, without --source",
+                "give only --target (or --target-ids)");
+  GeneratorOptions generator_options;
+  generator_options.add_bos = !options.no_bos;
+  const Generator generator(model, generator_options);
   if (text) {
     try {
-      scored = translator.score(options.source, options.target);
-    } catch (const Error& e) {  // name the flag at fault: "--target: input text: is empty ..."
-      const std::string message = e.what();
-      throw Error(message.starts_with("source: ") || message.starts_with("target: ") ? "--" + message : message);
+      return generator.score(options.target);
+    } catch (const Error& e) {
+      throw Error("--target", e.what());
     }
-  } else {
-    const std::vector<std::vector<int>> sources{parse_ids(options.source_ids, "--source-ids")};
-    const std::vector<std::vector<int>> targets{parse_ids(options.target_ids, "--target-ids")};
-    scored = translator.score_ids_batch(sources, targets).front();
-    if (!scored.ok()) throw Error(scored.error);
   }
+  const std::vector<std::vector<int>> sequences{parse_ids(options.target_ids, "--target-ids")};
+  Scored scored = generator.score_ids_batch(sequences).front();
+  if (!scored.ok()) throw Error(scored.error);
+  return scored;
+}
+
+Scored score_pair(const std::shared_ptr<const Model>& model, const ScoreOptions& options, bool text, bool has_source) {
+  if (!has_source)
+    throw Error("score", "this is an encoder-decoder model: it scores a target given a source",
+                "give --source with --target (or --source-ids with --target-ids)");
+  const Translator translator(model);
+  if (text) {
+    try {
+      return translator.score(options.source, options.target);
+    } catch (const Error& e) {
+      rethrow_naming_flag(e);
+    }
+  }
+  const std::vector<std::vector<int>> sources{parse_ids(options.source_ids, "--source-ids")};
+  const std::vector<std::vector<int>> targets{parse_ids(options.target_ids, "--target-ids")};
+  Scored scored = translator.score_ids_batch(sources, targets).front();
+  if (!scored.ok()) throw Error(scored.error);
+  return scored;
+}
+
+void run_score(const ScoreOptions& options, bool text, bool has_source) {
+  const auto model = load_model(options.common);
+  const bool alone = model->transformer().decoder_only();
+  const Scored scored = alone ? score_alone(model, options, text, has_source) : score_pair(model, options, text, has_source);
   const std::vector<int>& target = scored.target_ids;
   const std::vector<float>& logprobs = scored.token_logprobs;
   const double total = scored.score;
@@ -55,6 +93,8 @@ void run_score(const ScoreOptions& options, bool text) {
     pieces = model->target_pieces(without_eos);
     pieces.push_back("</s>");
   }
+  if (alone && !target.empty())  // the first token is context, not scored
+    std::cout << "(scored after " << (options.no_bos ? "the first token" : "bos") << ")\n";
   std::cout << std::fixed << std::setprecision(4);
   for (std::size_t i = 0; i < target.size(); ++i) {
     std::cout << std::setw(8) << target[i] << "  " << std::setw(10) << logprobs[i];
@@ -71,7 +111,9 @@ void setup_score(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "score",
       "Score a target under the model (teacher forcing): the log-probability of each\n"
-      "target token and their sum. Text targets get eos appended.");
+      "target token and their sum. Text targets get eos appended. An encoder-decoder\n"
+      "model scores --target given --source; a decoder-only model scores --target alone\n"
+      "(bos first unless --no-bos), each token given the ones before it.");
   CLI::Option* source = command->add_option("--source", options->source, "Source sentence");
   CLI::Option* target = command->add_option("--target", options->target, "Target sentence");
   CLI::Option* source_ids =
@@ -79,18 +121,17 @@ void setup_score(CLI::App& app) {
   CLI::Option* target_ids =
       command->add_option("--target-ids", options->target_ids, "Target token ids, ending with eos");
   source->needs(target);
-  target->needs(source);
   source_ids->needs(target_ids);
-  target_ids->needs(source_ids);
+  command->add_flag("--no-bos", options->no_bos, "Decoder-only models: do not put bos before a text target");
   source->excludes(source_ids)->excludes(target_ids);
   target->excludes(source_ids)->excludes(target_ids);
   add_common_options(*command, options->common);
   command->callback([options, command] {
     // Both halves of a pair, and not both pairs, are enforced by CLI11 (needs/excludes).
-    const bool text = given(*command, "--source");
-    if (!text && !given(*command, "--source-ids"))
-      throw CLI::RequiredError("--source and --target, or --source-ids and --target-ids");
-    run_score(*options, text);
+    const bool text = given(*command, "--target");
+    if (!text && !given(*command, "--target-ids"))
+      throw CLI::RequiredError("--target (with --source for an encoder-decoder model), or --target-ids");
+    run_score(*options, text, given(*command, "--source") || given(*command, "--source-ids"));
   });
 }
 

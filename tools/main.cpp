@@ -38,8 +38,9 @@ std::string usage_error(const CLI::App& app, const CLI::ParseError& error, int a
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "ordo: a minimal encoder-decoder Transformer inference engine.\n"
-      "Loads a model directory (config.json + model.safetensors + SentencePiece model)\n"
+      "ordo: a minimal Transformer inference engine, encoder-decoder and decoder-only.\n"
+      "Loads a model directory (config.json + model.safetensors or its shards +\n"
+      "SentencePiece tokenizer.model; ordo's own format or Hugging Face's LLaMA layout)\n"
       "and runs it. Try: ordo translate \"cats chase dogs\""};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ordo 0.1.0");

@@ -394,6 +394,7 @@ def train_german_llama(args, sp, train_pairs, dev_pairs):
                 started += time.time() - started - seconds  # do not count the evaluation
     log["train_seconds"] = log["checkpoints"][-1]["seconds"]
     model.eval()
+    ordo_torch.round_weights_(model, "F16")  # measure what is shipped (save rounds the same)
     texts, measured = lm_measure(model, sp, dev_prompts, train_set, german)
     log["dev_prompts"] = measured
     log["examples"] = []
