@@ -278,5 +278,18 @@ TEST(GenerateCli, ScoreWithoutASourceOnADecoderOnlyModel) {
   EXPECT_EQ(run_ordo("score --target 'Katzen'").exit_code, 1);  // the default model needs a source
 }
 
+TEST(GenerateCli, InspectShowsTheFamilyAndTheGroupedQueryRatio) {
+  const auto dir = random_lm();
+  json j = json::parse(run_ordo("inspect --json " + model_flag(dir)).out);
+  EXPECT_EQ(j.at("architecture").at("family"), "ordo");
+  EXPECT_EQ(j.at("architecture").at("kind"), "decoder-only");
+  EXPECT_EQ(j.at("architecture").at("grouped_query_ratio"), 2);
+  const auto text = run_ordo("inspect " + model_flag(dir)).out;
+  EXPECT_NE(text.find("family: ordo (decoder-only)"), std::string::npos) << text;
+  EXPECT_NE(text.find("4 query heads over 2 K/V heads (ratio 2:1)"), std::string::npos) << text;
+  j = json::parse(run_ordo("inspect --json").out);
+  EXPECT_EQ(j.at("architecture").at("kind"), "encoder-decoder");
+}
+
 }  // namespace
 }  // namespace ordo

@@ -29,52 +29,76 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace ordo {
 namespace {
 
-// Batch 4 x beam 4: four sources of different lengths, each opened as one sequence and
-// grown to four beams by the first reorder, then stepped and reordered as a beam
-// search does (parents chosen more than once, parents dropped, sequences finishing).
-TEST(NoAlloc, BatchedBeamStepAndReorderAllocateNothing) {
+// Batch 4 x beam 4: four sources (or prompts) of different lengths, each opened as one
+// sequence and grown to four beams by the first reorder, then stepped and reordered as
+// a beam search does (parents chosen more than once, parents dropped, sequences
+// finishing). Returns the allocations counted in the stepping.
+long step_allocations(const Transformer& t) {
   constexpr Index kBatch = 4, kBeam = 4, kSteps = 12;
+  const std::vector<std::vector<int>> sources = {{5, 9, 3, 17, 1}, {4, 1}, {7, 7, 8, 9, 10, 11, 12, 1}, {3, 1}};
+  std::vector<Index> source_of(kBatch);
+  std::iota(source_of.begin(), source_of.end(), Index{0});
+  DecoderState state;
+  if (t.decoder_only()) {
+    t.decoder.start(state, source_of, kBatch * kBeam, kSteps);
+  } else {
+    const EncoderOutput memory = encode_batch(t, sources);
+    t.decoder.start(state, memory, source_of, kBatch * kBeam, kSteps);
+  }
+  Matrix logits;
+  logits.reserve(kBatch * kBeam * t.decoder.vocab_size());
+  std::vector<int> tokens(kBatch * kBeam, 0);
+  std::vector<Index> parents;
+  parents.reserve(kBatch * kBeam);
+
+  allocations = 0;
+  counting = true;
+  for (Index step = 0; step < 10; ++step) {
+    t.decoder.step(state, std::span<const int>(tokens).first(static_cast<std::size_t>(state.sequences())), logits);
+    // Each source's beams continue its first beam twice, its second once, drop the
+    // rest; from step 6 on, one source has finished and leaves the live set.
+    parents.clear();
+    const Index per_source = state.sequences() / (step <= 6 ? kBatch : kBatch - 1);
+    const Index sources_alive = step < 6 ? kBatch : kBatch - 1;
+    for (Index b = 0; b < sources_alive; ++b) {
+      const Index first = b * per_source;
+      for (Index k = 0; k < kBeam; ++k) parents.push_back(first + std::min<Index>(k / 2, per_source - 1));
+    }
+    state.reorder(parents);
+    for (Index s = 0; s < state.sequences(); ++s) tokens[static_cast<std::size_t>(s)] = static_cast<int>((step * 7 + s) % 23);
+  }
+  counting = false;
+  EXPECT_EQ(state.sequences(), (kBatch - 1) * kBeam);
+  EXPECT_EQ(state.steps(0), 10);
+  return allocations.load();
+}
+
+std::shared_ptr<const Model> random_model(const nlohmann::json& config) {
+  const auto dir = testing_support::temp_dir("noalloc");
+  testing_support::write_random_model(dir, config);
+  return Model::load(dir, nullptr);
+}
+
+TEST(NoAlloc, BatchedBeamStepAndReorderAllocateNothing) {
   for (const char* scheme : {"sinusoidal", "learned", "rope", "none"}) {
     SCOPED_TRACE(scheme);
-    const auto dir = testing_support::temp_dir("noalloc");
     auto config = testing_support::tiny_config();
     config["position_encoding"] = scheme;
-    testing_support::write_random_model(dir, config);
-    const auto model = Model::load(dir, nullptr);
-    const Transformer& t = model->transformer();
-    const std::vector<std::vector<int>> sources = {{5, 9, 3, 17, 1}, {4, 1}, {7, 7, 8, 9, 10, 11, 12, 1}, {3, 1}};
-    const EncoderOutput memory = encode_batch(t, sources);
-    std::vector<Index> source_of(kBatch);
-    std::iota(source_of.begin(), source_of.end(), Index{0});
-    DecoderState state;
-    t.decoder.start(state, memory, source_of, kBatch * kBeam, kSteps);
-    Matrix logits;
-    logits.reserve(kBatch * kBeam * t.decoder.vocab_size());
-    std::vector<int> tokens(kBatch * kBeam, 0);
-    std::vector<Index> parents;
-    parents.reserve(kBatch * kBeam);
-
-    allocations = 0;
-    counting = true;
-    for (Index step = 0; step < 10; ++step) {
-      t.decoder.step(state, std::span<const int>(tokens).first(static_cast<std::size_t>(state.sequences())), logits);
-      // Each source's beams continue its first beam twice, its second once, drop the
-      // rest; from step 6 on, one source has finished and leaves the live set.
-      parents.clear();
-      const Index per_source = state.sequences() / (step <= 6 ? kBatch : kBatch - 1);
-      const Index sources_alive = step < 6 ? kBatch : kBatch - 1;
-      for (Index b = 0; b < sources_alive; ++b) {
-        const Index first = b * per_source;
-        for (Index k = 0; k < kBeam; ++k) parents.push_back(first + std::min<Index>(k / 2, per_source - 1));
-      }
-      state.reorder(parents);
-      for (Index s = 0; s < state.sequences(); ++s) tokens[static_cast<std::size_t>(s)] = static_cast<int>((step * 7 + s) % 23);
-    }
-    counting = false;
-    EXPECT_EQ(allocations.load(), 0);
-    EXPECT_EQ(state.sequences(), (kBatch - 1) * kBeam);
-    EXPECT_EQ(state.steps(0), 10);
+    EXPECT_EQ(step_allocations(random_model(config)->transformer()), 0);
   }
+}
+
+// The same for decoder-only models: ordo's format with grouped-query attention, and the
+// LLaMA layout (RMSNorm, the gated feed-forward's second buffer, head_dim != d / heads).
+TEST(NoAlloc, DecoderOnlyStepsAllocateNothing) {
+  auto ordo_lm = testing_support::tiny_config();
+  ordo_lm.update({{"encoder_layers", 0}, {"num_key_value_heads", 1}, {"normalize_before", true}});
+  EXPECT_EQ(step_allocations(random_model(ordo_lm)->transformer()), 0);
+  const nlohmann::json llama = {{"model_type", "llama"},  {"vocab_size", 23},           {"hidden_size", 16},
+                                {"intermediate_size", 24}, {"num_hidden_layers", 2},   {"num_attention_heads", 4},
+                                {"num_key_value_heads", 2}, {"head_dim", 6},          {"bos_token_id", 2},
+                                {"eos_token_id", 1}};
+  EXPECT_EQ(step_allocations(random_model(llama)->transformer()), 0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/error.h"
+#include "engine/feed_forward.h"
 #include "engine/ops.h"
 #include "tests/reference.h"
 
@@ -88,6 +89,55 @@ TEST(Ops, LinearShapeErrorsNameEveryShape) {
 
 // ---------------------------------------------------------------------------------------
 // layer_norm
+
+// RMSNorm: oracle written here from its formula in double, y = x / sqrt(mean(x^2) +
+// eps) * weight. Tolerance as layer_norm's: the engine accumulates in double.
+TEST(Ops, RmsNormMatchesItsFormula) {
+  std::mt19937 rng(4);
+  const Index T = 5, d = 24;
+  const float eps = 1e-6f;
+  const Matrix x = ref::random_matrix(T, d, rng, -3.0f, 5.0f);
+  const std::vector<float> gamma = ref::random_vector(d, rng, 0.5f, 1.5f);
+  Matrix64 want(T, d);
+  for (Index r = 0; r < T; ++r) {
+    double squares = 0.0;
+    for (Index j = 0; j < d; ++j) squares += static_cast<double>(x(r, j)) * x(r, j);
+    const double rms = std::sqrt(squares / static_cast<double>(d) + eps);
+    for (Index j = 0; j < d; ++j) want(r, j) = x(r, j) / rms * gamma[static_cast<std::size_t>(j)];
+  }
+  const NormWeights rms{vector_view(gamma), {}, NormKind::RmsNorm};
+  Matrix y(T, d);
+  ops::normalize(x, rms, eps, y);
+  expect_close(y, want, 1e-5, 1e-5);
+  Matrix in_place = x;
+  ops::rms_norm(in_place, rms, eps, in_place);
+  expect_close(in_place, want, 1e-5, 1e-5);
+  // RMSNorm has no bias: one given is a bug in the caller, not something to ignore.
+  expect_mentions(ref::error_message([&] { ops::rms_norm(x, {vector_view(gamma), vector_view(gamma), NormKind::RmsNorm}, eps, y); }),
+                  {"rms_norm", "bias"});
+}
+
+// The gated feed-forward, down(silu(gate x) * up x), against the oracles' linear and
+// silu in double. Tolerance as linear's: three float GEMMs of k <= 24.
+TEST(Ops, GatedFeedForwardIsSwiGlu) {
+  std::mt19937 rng(5);
+  const Index T = 3, d = 8, ffn = 12;
+  const Matrix x = ref::random_matrix(T, d, rng);
+  const Matrix gate = ref::random_matrix(ffn, d, rng), up = ref::random_matrix(ffn, d, rng),
+               down = ref::random_matrix(d, ffn, rng);
+  const std::vector<float> gate_bias = ref::random_vector(ffn, rng);
+  const FeedForward swiglu = FeedForward::gated({matrix_view(gate), vector_view(gate_bias)}, {matrix_view(up), {}},
+                                                {matrix_view(down), {}}, Activation::Silu);
+  FeedForwardScratch scratch;
+  Matrix y(T, d);
+  swiglu.forward(x, scratch, y);
+  Matrix64 hidden = ref::map(ref::linear(x, gate, ref::to_double(gate_bias)), ref::silu);
+  const Matrix64 upped = ref::linear(x, up);
+  for (Index r = 0; r < T; ++r)
+    for (Index j = 0; j < ffn; ++j) hidden(r, j) *= upped(r, j);
+  expect_close(y, ref::linear(hidden, down), 1e-4, 1e-5);
+  EXPECT_EQ(swiglu.kind(), FeedForwardKind::Gated);
+}
 
 // Oracle: reference::layer_norm (double). Tolerance 1e-5 + 1e-5*|want|: the engine
 // accumulates in double, so the only error is rounding each output (|y| < ~10) to float.
