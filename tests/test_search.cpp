@@ -540,8 +540,9 @@ TEST(BeamSearch, TiesGoToTheEarlierBeamThenTheLowerIdThenTheEarlierFinished) {
 // greedy output. (Not a theorem: greedy's prefix can be pushed out by K better prefixes
 // that all end badly later; on these fixed models and sources it does not happen, and a
 // failure here means either that or a bug in the ranking.)
-// Oracle: decode at beam 1. Tolerance 1e-6: both sum float log-probs in double; the
-// same hypothesis reached through different batch rows may differ in the last bits.
+// Oracle: decode at beam 1. Tolerance 1e-4, the oracle tolerance: the same hypothesis
+// reached with one live sequence (matrix-vector products) or four (GEMM) is computed in
+// another summation order, and its up to 12 float log-probs may differ in the last bits.
 TEST(BeamSearch, BestBeamScoresAtLeastGreedyWithoutLengthPenalty) {
   constexpr Index kMaxLength = 12;
   int strictly_better = 0, compared = 0;
@@ -554,8 +555,8 @@ TEST(BeamSearch, BestBeamScoresAtLeastGreedyWithoutLengthPenalty) {
       SCOPED_TRACE(::testing::PrintToString(source));
       const Hypothesis greedy_best = decode(t, source, beam_options(1, 1, 0.0, kMaxLength)).front();
       const Hypothesis beam_best = decode(t, source, beam_options(4, 1, 0.0, kMaxLength)).front();
-      EXPECT_GE(beam_best.score, greedy_best.score - 1e-6);
-      strictly_better += beam_best.score > greedy_best.score + 1e-6 ? 1 : 0;
+      EXPECT_GE(beam_best.score, greedy_best.score - 1e-4);
+      strictly_better += beam_best.score > greedy_best.score + 1e-4 ? 1 : 0;
       ++compared;
     }
   }

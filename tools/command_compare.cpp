@@ -71,13 +71,25 @@ nlohmann::json compare(const std::filesystem::path& dir, const CompareOptions& o
           {"translations_differ", differ}};
 }
 
-// The shipped models: the default model's directory and its sibling model directories.
+// A sibling that translates: an encoder-decoder model. A config that does not parse
+// counts, so that loading it reports what is wrong.
+bool is_translator(const std::filesystem::path& directory) {
+  try {
+    return ModelConfig::load(directory / "config.json").has_encoder();
+  } catch (const Error&) {
+    return true;
+  }
+}
+
+// The shipped translators: the default model's directory and its sibling
+// encoder-decoder model directories (a shipped language model has nothing to compare).
 std::vector<std::filesystem::path> shipped_models(const std::filesystem::path& default_model) {
   std::vector<std::filesystem::path> models;
   const auto parent = default_model.parent_path();
   if (std::filesystem::is_directory(parent))
     for (const auto& entry : std::filesystem::directory_iterator(parent))
-      if (std::filesystem::exists(entry.path() / "config.json")) models.push_back(entry.path());
+      if (std::filesystem::exists(entry.path() / "config.json") && is_translator(entry.path()))
+        models.push_back(entry.path());
   std::sort(models.begin(), models.end());
   // The default model first, the order-blind ablation last: the story reads top-down.
   std::stable_partition(models.begin(), models.end(),
