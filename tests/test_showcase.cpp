@@ -229,6 +229,36 @@ TEST(Showcase, NoPositionsTranslatesASentenceAndItsSwapTheSame) {
   EXPECT_LE(right, swapped.size() / 2);  // at most one of each pair can be right
 }
 
+// The shipped language model (weights/german-llama, the LLaMA layout) continues its six
+// documented prompts exactly as PyTorch did when it was trained: training.json records
+// the prompt ids, PyTorch's greedy ids and the smallest top-1 - top-2 logit margin on
+// each path (>= 0.03, far above the ~1e-5 the two engines differ by). The CLI's text is
+// the prompt and the decoded continuation.
+TEST(Showcase, GermanLlamaContinuesItsPromptsAsPyTorchDid) {
+  const auto model = shipped("german-llama");
+  EXPECT_EQ(model->config().family, Family::Llama);
+  EXPECT_EQ(model->config().grouped_query_ratio(), 2);
+  std::ifstream in(weights_dir() / "german-llama" / "training.json");
+  const auto examples = nlohmann::json::parse(in).at("examples");
+  ASSERT_GE(examples.size(), 6u);
+  for (const auto& example : examples) {
+    const std::string prompt = example.at("prompt").get<std::string>();
+    SCOPED_TRACE(prompt);
+    const auto prompt_ids = model->tokenize_prompt(prompt, true);
+    EXPECT_EQ(prompt_ids, example.at("prompt_ids").get<std::vector<int>>());
+    DecodingOptions greedy;
+    greedy.max_length = 40;
+    DecodeWorkspace workspace;
+    const std::vector<DecodeRequest> request{{{}, prompt_ids}};
+    const DecodeResult result = decode_requests(model->transformer(), request, greedy, {}, workspace).front();
+    ASSERT_TRUE(result.ok()) << result.error;
+    EXPECT_EQ(result.hypotheses.front().ids, example.at("greedy_ids").get<std::vector<int>>());
+  }
+  const auto r = run_ordo("generate --model " + (weights_dir() / "german-llama").string() + " 'Die Katze'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, examples.at(0).at("greedy").get<std::string>() + "\n");
+}
+
 TEST(Showcase, LearnedPositionsSayWhenTheInputIsTooLong) {
   const auto model = shipped("learned");
   std::string text = "the cat";
