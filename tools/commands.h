@@ -12,5 +12,6 @@ void setup_inspect(CLI::App& app);
 void setup_compare(CLI::App& app);
 void setup_eval(CLI::App& app);
 void setup_generate(CLI::App& app);
+void setup_bench(CLI::App& app);
 
 }  // namespace ordo::tools

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   ordo::tools::setup_inspect(app);
   ordo::tools::setup_compare(app);
   ordo::tools::setup_eval(app);
+  ordo::tools::setup_bench(app);
 
   try {
     app.parse(argc, argv);
