@@ -2,47 +2,121 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cassert>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "engine/matvec.h"
+#include "engine/thread_pool.h"
 
 namespace ordo::blas {
 
 namespace {
 // OpenBLAS takes int dimensions; every model dimension ordo handles fits easily.
 int narrow(Index n) { return static_cast<int>(n); }
+
+// Below this many weights a matrix-vector product is not worth splitting: waking a
+// worker costs about as much as streaming 256 KB. GEMMs split above this many
+// multiply-adds.
+constexpr Index kParallelWeights = Index{1} << 16;
+constexpr Index kParallelFlops = Index{1} << 21;
+
+std::mutex pool_mutex;
+std::shared_ptr<ThreadPool>& pool_slot() {
+  static std::shared_ptr<ThreadPool> pool;
+  return pool;
+}
+
+// ordo runs every thread it uses: OpenBLAS is kept single-threaded, and a product is
+// split across the pool instead. Two thread pools on the same cores (OpenBLAS's idle
+// workers spin for a long while after each GEMM) slowed a 2-thread decode step 2-3x.
+std::shared_ptr<ThreadPool> make_pool(int threads) {
+  openblas_set_num_threads(1);
+  return std::make_shared<ThreadPool>(threads);
+}
+
+std::shared_ptr<ThreadPool> pool() {
+  const std::lock_guard lock(pool_mutex);
+  auto& slot = pool_slot();
+  if (!slot) slot = make_pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return slot;
+}
+
+// Splits [0, count) into the pool's parts, in multiples of `unit`, and runs
+// task(first, count) on each non-empty part.
+template <class Task>
+void split(ThreadPool& workers, Index count, Index unit, const Task& task) {
+  const Index parts = workers.threads();
+  const Index per_part = (count / parts + unit - 1) / unit * unit;
+  workers.run([&](int part) {
+    const Index first = std::min(count, part * per_part);
+    const Index last = part + 1 == parts ? count : std::min(count, first + per_part);
+    if (last > first) task(first, last - first);
+  });
+}
+
+// The pool when a product of `work` units is worth splitting, else null.
+std::shared_ptr<ThreadPool> workers_for(Index work, Index threshold) {
+  if (work < threshold) return nullptr;
+  std::shared_ptr<ThreadPool> workers = pool();
+  return workers->threads() > 1 ? workers : nullptr;
+}
+
+// c [1, n] = alpha * a [1, k] b^T + beta * c, rows of b split across the pool's threads
+// in blocks of 16 rows (whole cache lines of c), each thread writing its own part.
+void matvec(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
+  const auto stream = [&](Index first, Index count) {
+    kernels::matvec(b.data() + first * b.stride(), count, b.cols(), b.stride(), a.data(), c.data() + first, alpha, beta);
+  };
+  const std::shared_ptr<ThreadPool> workers = workers_for(b.rows() * b.cols(), kParallelWeights);
+  if (!workers) return stream(0, b.rows());
+  split(*workers, b.rows(), 16, stream);
+}
+
+void sgemm(CBLAS_TRANSPOSE transpose_b, ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b, narrow(c.rows()), narrow(c.cols()), narrow(a.cols()), alpha,
+              a.data(), narrow(a.stride()), b.data(), narrow(b.stride()), beta, c.data(), narrow(c.stride()));
+}
 }  // namespace
 
 // One row times a matrix is a matrix-vector product. sgemm would first pack the whole
 // matrix into its blocked layout, reading and writing every weight once more than the
 // product itself does: for a decode step (one row per sequence) that packing was 72%
-// of the time. sgemv streams the matrix once.
+// of the time. ordo's own kernel streams the matrix once, at the memory bandwidth
+// (engine/matvec.h), which OpenBLAS's sgemv reaches only half of.
 void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
   assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
   if (c.empty()) return;
-  if (a.rows() == 1) {  // c^T = b a^T
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, narrow(b.rows()), narrow(b.cols()), alpha, b.data(),
-                narrow(b.stride()), a.data(), 1, beta, c.data(), 1);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, narrow(c.rows()), narrow(c.cols()),
-              narrow(a.cols()), alpha, a.data(), narrow(a.stride()), b.data(),
-              narrow(b.stride()), beta, c.data(), narrow(c.stride()));
+  if (a.rows() == 1) return matvec(a, b, c, alpha, beta);
+  // Threads take slices of b's rows (c's columns): each slice is a whole GEMM.
+  const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
+  if (!workers) return sgemm(CblasTrans, a, b, c, alpha, beta);
+  split(*workers, b.rows(), 16, [&](Index first, Index count) {
+    sgemm(CblasTrans, a, b.row_block(first, count), c.col_block(first, count), alpha, beta);
+  });
 }
 
 void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
   assert(a.cols() == b.rows() && c.rows() == a.rows() && c.cols() == b.cols());
   if (c.empty()) return;
-  if (a.rows() == 1) {  // c^T = b^T a^T
-    cblas_sgemv(CblasRowMajor, CblasTrans, narrow(b.rows()), narrow(b.cols()), alpha, b.data(), narrow(b.stride()),
-                a.data(), 1, beta, c.data(), 1);
+  if (a.rows() == 1) {  // c = a b: attention's probabilities times values, small
+    kernels::vecmat(a.data(), b.data(), b.rows(), b.cols(), b.stride(), c.data(), alpha, beta);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, narrow(c.rows()), narrow(c.cols()),
-              narrow(a.cols()), alpha, a.data(), narrow(a.stride()), b.data(),
-              narrow(b.stride()), beta, c.data(), narrow(c.stride()));
+  const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
+  if (!workers) return sgemm(CblasNoTrans, a, b, c, alpha, beta);
+  split(*workers, b.cols(), 16, [&](Index first, Index count) {
+    sgemm(CblasNoTrans, a, b.col_block(first, count), c.col_block(first, count), alpha, beta);
+  });
 }
 
 void set_num_threads(int n) {
-  if (n > 0) openblas_set_num_threads(n);
+  if (n <= 0) return;
+  const std::lock_guard lock(pool_mutex);
+  auto& slot = pool_slot();
+  if (!slot || slot->threads() != n) slot = make_pool(n);  // a running product keeps the old one
 }
 
 }  // namespace ordo::blas

@@ -15,7 +15,8 @@ void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha = 1.0f
 void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha = 1.0f,
              float beta = 0.0f);
 
-// Threads OpenBLAS may use for one GEMM; n <= 0 keeps OpenBLAS's default.
+// Threads one product may use, in OpenBLAS's GEMMs and in ordo's own matrix-vector
+// kernels alike; n <= 0 keeps the default (every core).
 void set_num_threads(int n);
 
 }  // namespace ordo::blas

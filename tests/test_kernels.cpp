@@ -1,0 +1,103 @@
+// ordo's own kernels (engine/matvec.h) and the thread pool that splits products
+// (engine/thread_pool.h, engine/blas.cpp), against double-precision references.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "engine/blas.h"
+#include "engine/matvec.h"
+#include "engine/thread_pool.h"
+#include "tests/reference.h"
+
+namespace ordo {
+namespace {
+
+namespace ref = reference;
+
+// Every tail the vectorized loops leave (widths around 8 and 32), rows not a multiple
+// of anything, a stride wider than the row, and alpha/beta. Tolerance 1e-5 + 1e-5|y|:
+// float sums of up to 515 products of values in [-1, 1] against double.
+TEST(Kernels, MatvecMatchesADoubleDotProduct) {
+  std::mt19937 rng(1);
+  for (const Index cols : {1, 7, 8, 9, 31, 32, 33, 64, 515}) {
+    for (const Index rows : {1, 3, 17}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+      const Index stride = cols + 5;
+      const Matrix w = ref::random_matrix(rows, stride, rng);
+      const std::vector<float> x = ref::random_vector(cols, rng);
+      std::vector<float> y = ref::random_vector(rows, rng);
+      std::vector<double> want(static_cast<std::size_t>(rows));
+      for (Index r = 0; r < rows; ++r) {
+        double dot = 0.0;
+        for (Index k = 0; k < cols; ++k) dot += static_cast<double>(w(r, k)) * x[static_cast<std::size_t>(k)];
+        want[static_cast<std::size_t>(r)] = 0.5 * dot + 2.0 * y[static_cast<std::size_t>(r)];
+      }
+      kernels::matvec(w.data(), rows, cols, stride, x.data(), y.data(), 0.5f, 2.0f);
+      EXPECT_TRUE(ref::all_close(y, want, 1e-5, 1e-5));
+      // beta 0 overwrites, even a NaN already there.
+      std::vector<float> fresh(static_cast<std::size_t>(rows), std::numeric_limits<float>::quiet_NaN());
+      kernels::matvec(w.data(), rows, cols, stride, x.data(), fresh.data(), 1.0f, 0.0f);
+      for (const float v : fresh) EXPECT_FALSE(std::isnan(v));
+    }
+  }
+}
+
+TEST(Kernels, VecmatMatchesADoubleSum) {
+  std::mt19937 rng(2);
+  const Index rows = 13, cols = 37, stride = 40;
+  const Matrix w = ref::random_matrix(rows, stride, rng);
+  const std::vector<float> x = ref::random_vector(rows, rng);
+  std::vector<float> y(cols);
+  kernels::vecmat(x.data(), w.data(), rows, cols, stride, y.data(), 1.0f, 0.0f);
+  std::vector<double> want(cols, 0.0);
+  for (Index r = 0; r < rows; ++r)
+    for (Index c = 0; c < cols; ++c) want[static_cast<std::size_t>(c)] += static_cast<double>(x[static_cast<std::size_t>(r)]) * w(r, c);
+  EXPECT_TRUE(ref::all_close(y, want, 1e-5, 1e-5));
+}
+
+// Products large enough to be split across threads give what one thread gives, bit
+// for bit: each output element is computed by exactly one thread, in the same order.
+TEST(Kernels, SplitProductsEqualOneThreadBitForBit) {
+  std::mt19937 rng(3);
+  const Matrix w = ref::random_matrix(4099, 300, rng);  // large enough to be split
+  const Matrix x1 = ref::random_matrix(1, 300, rng);
+  const Matrix x8 = ref::random_matrix(8, 300, rng);
+  std::vector<Matrix> one, two;
+  for (const int threads : {1, 2}) {
+    blas::set_num_threads(threads);
+    auto& out = threads == 1 ? one : two;
+    out.emplace_back(1, 4099);
+    blas::gemm_nt(x1, w, out.back());
+    out.emplace_back(8, 4099);
+    blas::gemm_nt(x8, w, out.back());
+  }
+  for (std::size_t i = 0; i < one.size(); ++i)
+    for (Index r = 0; r < one[i].rows(); ++r)
+      for (Index c = 0; c < one[i].cols(); ++c) ASSERT_EQ(one[i](r, c), two[i](r, c)) << i << " " << r << " " << c;
+  expect_close(one[0], ref::matmul_nt(x1, w), 1e-4, 1e-5);
+}
+
+// Every part of every run happens exactly once, also when several threads call run()
+// at once (the pool serves one; the others run their parts themselves).
+TEST(Kernels, ThreadPoolRunsEveryPartOnceUnderConcurrentCallers) {
+  ThreadPool pool(3);
+  std::atomic<long> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) {
+        std::vector<int> seen(3, 0);
+        pool.run([&](int part) { ++seen[static_cast<std::size_t>(part)]; });
+        for (const int s : seen) EXPECT_EQ(s, 1);
+        total += 1;
+      }
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(total.load(), 2000);
+}
+
+}  // namespace
+}  // namespace ordo
