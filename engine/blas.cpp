@@ -22,6 +22,9 @@ int narrow(Index n) { return static_cast<int>(n); }
 // multiply-adds.
 constexpr Index kParallelWeights = Index{1} << 16;
 constexpr Index kParallelFlops = Index{1} << 21;
+// Up to this many rows against a large matrix (a decode step of a small batch), ordo's
+// kernel beats sgemm, whose packing of the matrix costs more than the product.
+constexpr Index kSmallRows = 16;
 
 std::mutex pool_mutex;
 std::shared_ptr<ThreadPool>& pool_slot() {
@@ -75,6 +78,18 @@ void matvec(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float 
   split(*workers, b.rows(), 16, stream);
 }
 
+// c [m, n] = alpha * a [m, k] b^T + beta * c for a few rows of a: ordo's kernel reads
+// each row of b once for all m rows (sgemm would pack b first), split like matvec.
+void small_gemm(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
+  const auto stream = [&](Index first, Index count) {
+    kernels::small_gemm_nt(a.data(), a.rows(), a.stride(), b.data() + first * b.stride(), count, b.cols(), b.stride(),
+                           c.data() + first, c.stride(), alpha, beta);
+  };
+  const std::shared_ptr<ThreadPool> workers = workers_for(b.rows() * b.cols(), kParallelWeights);
+  if (!workers) return stream(0, b.rows());
+  split(*workers, b.rows(), 48, stream);  // whole blocks of 3 rows, whole cache lines of c
+}
+
 void sgemm(CBLAS_TRANSPOSE transpose_b, ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b, narrow(c.rows()), narrow(c.cols()), narrow(a.cols()), alpha,
               a.data(), narrow(a.stride()), b.data(), narrow(b.stride()), beta, c.data(), narrow(c.stride()));
@@ -90,6 +105,7 @@ void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float
   assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
   if (c.empty()) return;
   if (a.rows() == 1) return matvec(a, b, c, alpha, beta);
+  if (a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights) return small_gemm(a, b, c, alpha, beta);
   // Threads take slices of b's rows (c's columns): each slice is a whole GEMM.
   const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
   if (!workers) return sgemm(CblasTrans, a, b, c, alpha, beta);

@@ -1,5 +1,7 @@
 #include "engine/matvec.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -55,6 +57,74 @@ __attribute__((target("avx2,fma"))) void matvec_avx2(const float* w, Index rows,
   }
 }
 
+// A block of up to 8 rows of x against one row of w: eight accumulators, and each
+// 8-float load of w serves eight rows of x. One row of w at a time keeps the matrix a
+// single sequential stream, which the hardware prefetcher follows (blocks of three or
+// four rows of w made as many short streams and ran slower); the row stays in L1 while
+// the next eight rows of x meet it.
+constexpr Index kBlockX = 8;
+constexpr Index kBlockW = 1;
+
+template <int MX, int MW>
+__attribute__((target("avx2,fma"))) void block_avx2(const float* const* xs, const float* const* ws, Index cols,
+                                                    float (&out)[kBlockX][kBlockW]) {
+  __m256 acc[MX][MW];
+  for (int i = 0; i < MX; ++i)
+    for (int j = 0; j < MW; ++j) acc[i][j] = _mm256_setzero_ps();
+  const Index vector_end = cols - cols % 8;
+  for (Index k = 0; k < vector_end; k += 8) {
+    __m256 wv[MW];
+    for (int j = 0; j < MW; ++j) wv[j] = _mm256_loadu_ps(ws[j] + k);
+    for (int i = 0; i < MX; ++i) {
+      const __m256 xv = _mm256_loadu_ps(xs[i] + k);
+      for (int j = 0; j < MW; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MX; ++i)
+    for (int j = 0; j < MW; ++j) {
+      float sum = horizontal_sum(acc[i][j]);
+      for (Index k = vector_end; k < cols; ++k) sum += xs[i][k] * ws[j][k];
+      out[i][j] = sum;
+    }
+}
+
+// Blocks at the edge of x run the kernel one row of x at a time.
+__attribute__((target("avx2,fma"))) void small_gemm_avx2(const float* x, Index m, Index x_stride, const float* w,
+                                                         Index rows, Index cols, Index stride, float* y,
+                                                         Index y_stride, float alpha, float beta) {
+  float out[kBlockX][kBlockW];
+  for (Index r = 0; r < rows; r += kBlockW) {
+    const Index wn = std::min(kBlockW, rows - r);
+    const float* ws[kBlockW];
+    for (Index j = 0; j < kBlockW; ++j) ws[j] = w + (r + std::min(j, wn - 1)) * stride;
+    for (Index i = 0; i < m; i += kBlockX) {
+      const Index xn = std::min(kBlockX, m - i);
+      const float* xs[kBlockX];
+      for (Index t = 0; t < kBlockX; ++t) xs[t] = x + (i + std::min(t, xn - 1)) * x_stride;
+      if (xn == kBlockX && wn == kBlockW) {
+        block_avx2<kBlockX, kBlockW>(xs, ws, cols, out);
+      } else {
+        for (Index t = 0; t < xn; ++t) {
+          const float* one_x[kBlockX] = {xs[t]};
+          float row[kBlockX][kBlockW];
+          if (wn == kBlockW) {
+            block_avx2<1, kBlockW>(one_x, ws, cols, row);
+            for (Index j = 0; j < wn; ++j) out[t][j] = row[0][j];
+          } else {
+            for (Index j = 0; j < wn; ++j) {
+              const float* one_w[kBlockW] = {ws[j]};
+              block_avx2<1, 1>(one_x, one_w, cols, row);
+              out[t][j] = row[0][0];
+            }
+          }
+        }
+      }
+      for (Index t = 0; t < xn; ++t)
+        for (Index j = 0; j < wn; ++j) store(y + (i + t) * y_stride + r + j, out[t][j], alpha, beta);
+    }
+  }
+}
+
 bool has_avx2() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return supported;
@@ -68,6 +138,14 @@ void matvec(const float* w, Index rows, Index cols, Index stride, const float* x
   if (has_avx2()) return matvec_avx2(w, rows, cols, stride, x, y, alpha, beta);
 #endif
   matvec_portable(w, rows, cols, stride, x, y, alpha, beta);
+}
+
+void small_gemm_nt(const float* x, Index m, Index x_stride, const float* w, Index rows, Index cols, Index stride,
+                   float* y, Index y_stride, float alpha, float beta) {
+#if defined(__x86_64__)
+  if (has_avx2()) return small_gemm_avx2(x, m, x_stride, w, rows, cols, stride, y, y_stride, alpha, beta);
+#endif
+  for (Index i = 0; i < m; ++i) matvec_portable(w, rows, cols, stride, x + i * x_stride, y + i * y_stride, alpha, beta);
 }
 
 void vecmat(const float* x, const float* w, Index rows, Index cols, Index stride, float* y, float alpha, float beta) {

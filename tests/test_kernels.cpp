@@ -45,6 +45,30 @@ TEST(Kernels, MatvecMatchesADoubleDotProduct) {
   }
 }
 
+// The small-batch kernel for every edge of its blocks (rows of x around 8, widths
+// around 8), strides wider than the rows, and alpha/beta; tolerance as matvec's.
+TEST(Kernels, SmallGemmMatchesADoubleProduct) {
+  std::mt19937 rng(4);
+  for (const Index m : {2, 7, 8, 9, 16, 17}) {
+    for (const Index cols : {5, 8, 33, 130}) {
+      SCOPED_TRACE("m " + std::to_string(m) + " cols " + std::to_string(cols));
+      const Index rows = 11, x_stride = cols + 3, w_stride = cols + 1, y_stride = rows + 2;
+      const Matrix x = ref::random_matrix(m, x_stride, rng);
+      const Matrix w = ref::random_matrix(rows, w_stride, rng);
+      Matrix y = ref::random_matrix(m, y_stride, rng);
+      ref::Matrix64 want(m, rows);
+      for (Index i = 0; i < m; ++i)
+        for (Index r = 0; r < rows; ++r) {
+          double dot = 0.0;
+          for (Index k = 0; k < cols; ++k) dot += static_cast<double>(x(i, k)) * w(r, k);
+          want(i, r) = 1.5 * dot - 0.5 * y(i, r);
+        }
+      kernels::small_gemm_nt(x.data(), m, x_stride, w.data(), rows, cols, w_stride, y.data(), y_stride, 1.5f, -0.5f);
+      ref::expect_close(y.view().col_block(0, rows), want, 1e-5, 1e-5);
+    }
+  }
+}
+
 TEST(Kernels, VecmatMatchesADoubleSum) {
   std::mt19937 rng(2);
   const Index rows = 13, cols = 37, stride = 40;
@@ -77,7 +101,7 @@ TEST(Kernels, SplitProductsEqualOneThreadBitForBit) {
   for (std::size_t i = 0; i < one.size(); ++i)
     for (Index r = 0; r < one[i].rows(); ++r)
       for (Index c = 0; c < one[i].cols(); ++c) ASSERT_EQ(one[i](r, c), two[i](r, c)) << i << " " << r << " " << c;
-  expect_close(one[0], ref::matmul_nt(x1, w), 1e-4, 1e-5);
+  ref::expect_close(one[0], ref::matmul_nt(x1, w), 1e-4, 1e-5);
 }
 
 // Every part of every run happens exactly once, also when several threads call run()
