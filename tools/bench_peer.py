@@ -23,8 +23,9 @@ THE WORKLOAD (as tools/command_bench.cpp runs it):
     the K best and reorders the caches to them (a first step from K identical beams counts
     only the first: the others start at -inf); nothing is reordered after the last step.
   - medians of --repeats runs after --warmup runs; load_s is the median of as many loads.
-  - probes, after the workload (the peak RSS is read before them): a 1024^3 sgemm and a
-    streaming read of 256 MiB with T threads.
+  - probes, after the workload (the peak RSS is read before them): a streaming read of
+    256 MiB with T threads, all repetitions after a 0.25 s pause (BLAS threads spin for
+    ~0.1 s after a call), then a 1024^3 sgemm.
   - decode_bound_tok_s = bandwidth / bytes of the weights one decode step reads (decoder
     layers without the cross-attention K/V projections, the norms, the output projection;
     float32); encode_gflops counts the encode phase's matrix products (linear layers,
@@ -655,16 +656,15 @@ def run(args, directory: Path, name: str) -> dict:
                 encodes.append(e)
                 decodes.append(d)
         rss = peak_rss_mb()
+        # As ordo does: the reads first, after a pause in which BLAS threads still spinning
+        # after the workload's last call go to sleep, then the sgemms.
+        stream = torch.ones(STREAM_BYTES // 4)
+        time.sleep(0.25)
+        bandwidths = [bandwidth_gbs(stream) for _ in range(args.warmup + args.repeats)][args.warmup:]
         gen = torch.Generator().manual_seed(0)
         a, b = (torch.rand(GEMM_SIZE, GEMM_SIZE, generator=gen) for _ in range(2))
         c = torch.empty(GEMM_SIZE, GEMM_SIZE)
-        stream = torch.ones(STREAM_BYTES // 4)
-        gemms, bandwidths = [], []
-        for i in range(args.warmup + args.repeats):
-            g, w = gemm_gflops(torch, a, b, c), bandwidth_gbs(stream)
-            if i >= args.warmup:
-                gemms.append(g)
-                bandwidths.append(w)
+        gemms = [gemm_gflops(torch, a, b, c) for _ in range(args.warmup + args.repeats)][args.warmup:]
     weight_bytes = decode_weight_bytes(spec)
     flops = encode_flops(spec, args.batch, args.src_len)
     bandwidth = statistics.median(bandwidths)
