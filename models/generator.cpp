@@ -22,6 +22,16 @@ std::vector<int> prompt_ids(const Model& model, std::string_view prompt, bool ad
   return model.tokenize_prompt(prompt, false);
 }
 
+// An encoder-decoder model continues the translation of one source per prompt; a
+// decoder-only model reads none.
+void check_sources(const Transformer& model, std::size_t prompts, std::size_t sources) {
+  if (model.decoder_only() && sources > 0)
+    throw Error("generate", "this model is decoder-only: it continues prompts and reads no source");
+  if (!model.decoder_only() && sources != prompts)
+    throw Error("generate", "an encoder-decoder model needs one source per prompt; got " + std::to_string(sources) +
+                                " for " + std::to_string(prompts));
+}
+
 }  // namespace
 
 void GeneratorOptions::validate() const {
@@ -96,12 +106,8 @@ Generation Generator::generate(std::string_view prompt, std::string_view source,
 std::vector<Generation> Generator::generate_batch(std::span<const std::string> prompts,
                                                   std::span<const std::string> sources,
                                                   std::uint64_t first_stream) const {
+  check_sources(model_->transformer(), prompts.size(), sources.size());
   const bool decoder_only = model_->transformer().decoder_only();
-  if (decoder_only && !sources.empty())
-    throw Error("generate", "this model is decoder-only: it continues prompts and reads no source");
-  if (!decoder_only && sources.size() != prompts.size())
-    throw Error("generate", "an encoder-decoder model needs one source per prompt; got " +
-                                std::to_string(sources.size()) + " for " + std::to_string(prompts.size()));
   std::vector<Generation> requests(prompts.size());
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     Generation& r = requests[i];
@@ -122,10 +128,7 @@ std::vector<Generation> Generator::generate_batch(std::span<const std::string> p
 std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vector<int>> prompts,
                                                       std::span<const std::vector<int>> sources,
                                                       std::uint64_t first_stream) const {
-  const bool decoder_only = model_->transformer().decoder_only();
-  if (!decoder_only && sources.size() != prompts.size())
-    throw Error("generate", "an encoder-decoder model needs one source per prompt; got " +
-                                std::to_string(sources.size()) + " for " + std::to_string(prompts.size()));
+  check_sources(model_->transformer(), prompts.size(), sources.size());
   std::vector<Generation> requests(prompts.size());
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     Generation& r = requests[i];

@@ -10,7 +10,6 @@
 // soon as it is chosen; with beams, the result is printed when the search ends.
 #include <unistd.h>
 
-#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -58,17 +57,8 @@ nlohmann::json generation_json(const Generation& g, bool text, bool encoder_deco
     j["error"] = g.error;
     return j;
   }
-  if (decoding.n_best == 1) {
-    j.update(hypothesis_json(g.hypotheses.front(), text, decoding));
-    return j;
-  }
-  nlohmann::json hypotheses = nlohmann::json::array();
-  for (const TranslatedHypothesis& h : g.hypotheses) {
-    nlohmann::json one = hypothesis_json(h, text, decoding);
-    one["token_logprobs"] = h.token_logprobs;
-    hypotheses.push_back(std::move(one));
-  }
-  j["hypotheses"] = std::move(hypotheses);
+  add_hypotheses(j, g.hypotheses, decoding.n_best,
+                 [&](const TranslatedHypothesis& h) { return hypothesis_json(h, text, decoding); });
   return j;
 }
 
@@ -120,13 +110,10 @@ class GenerateCommand {
       return false;
     }
     const auto shown = [&](const TranslatedHypothesis& h) { return text ? g.prompt + h.text : join_ids(h.ids); };
-    if (decoding.n_best == 1) {
+    if (decoding.n_best == 1)
       out_.stream() << shown(g.hypotheses.front()) << '\n';
-    } else {
-      for (const TranslatedHypothesis& h : g.hypotheses)
-        out_.stream() << index << " ||| " << shown(h) << " ||| " << std::fixed << std::setprecision(4)
-                      << (decoding.length_penalty != 0.0 ? h.normalized_score : h.score) << std::defaultfloat << '\n';
-    }
+    else
+      print_n_best(out_.stream(), index, g.hypotheses, shown, decoding);
     return true;
   }
 

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -51,17 +50,8 @@ nlohmann::json translation_json(const Translation& t, bool text, const DecodingO
     j["error"] = t.error;
     return j;
   }
-  if (decoding.n_best == 1) {
-    j.update(hypothesis_json(t.hypotheses.front(), text, decoding));
-    return j;
-  }
-  nlohmann::json hypotheses = nlohmann::json::array();
-  for (const TranslatedHypothesis& h : t.hypotheses) {
-    nlohmann::json one = hypothesis_json(h, text, decoding);
-    one["token_logprobs"] = h.token_logprobs;
-    hypotheses.push_back(std::move(one));
-  }
-  j["hypotheses"] = std::move(hypotheses);
+  add_hypotheses(j, t.hypotheses, decoding.n_best,
+                 [&](const TranslatedHypothesis& h) { return hypothesis_json(h, text, decoding); });
   return j;
 }
 
@@ -82,13 +72,10 @@ bool print_translation(const Translation& t, std::size_t index, const std::strin
     return false;
   }
   const auto shown = [&](const TranslatedHypothesis& h) { return text ? h.text : join_ids(h.ids); };
-  if (decoding.n_best == 1) {
+  if (decoding.n_best == 1)
     out << shown(t.hypotheses.front()) << '\n';
-  } else {
-    for (const TranslatedHypothesis& h : t.hypotheses)
-      out << index << " ||| " << shown(h) << " ||| " << std::fixed << std::setprecision(4)
-          << (decoding.length_penalty != 0.0 ? h.normalized_score : h.score) << std::defaultfloat << '\n';
-  }
+  else
+    print_n_best(out, index, t.hypotheses, shown, decoding);
   return true;
 }
 

@@ -1,5 +1,7 @@
 #include "tools/common.h"
 
+#include <iomanip>
+
 #include <cstdlib>
 #include <map>
 #include <iostream>
@@ -146,6 +148,29 @@ std::string join_ids(const std::vector<int>& ids) {
 void print_json_line(const nlohmann::json& object, std::ostream& out) {
   // Invalid UTF-8 in user text is replaced rather than aborting the whole stream.
   out << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
+void add_hypotheses(nlohmann::json& object, const std::vector<TranslatedHypothesis>& hypotheses, Index n_best,
+                    const std::function<nlohmann::json(const TranslatedHypothesis&)>& keys) {
+  if (n_best == 1) {
+    object.update(keys(hypotheses.front()));
+    return;
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const TranslatedHypothesis& h : hypotheses) {
+    nlohmann::json one = keys(h);
+    one["token_logprobs"] = h.token_logprobs;
+    list.push_back(std::move(one));
+  }
+  object["hypotheses"] = std::move(list);
+}
+
+void print_n_best(std::ostream& out, std::size_t index, const std::vector<TranslatedHypothesis>& hypotheses,
+                  const std::function<std::string(const TranslatedHypothesis&)>& shown,
+                  const DecodingOptions& decoding) {
+  for (const TranslatedHypothesis& h : hypotheses)
+    out << index << " ||| " << shown(h) << " ||| " << std::fixed << std::setprecision(4)
+        << (decoding.length_penalty != 0.0 ? h.normalized_score : h.score) << std::defaultfloat << '\n';
 }
 
 }  // namespace ordo::tools

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -79,6 +80,18 @@ bool given(const CLI::App& command, const std::string& option);
 std::vector<int> parse_ids(const std::string& text, const std::string& flag);
 
 std::string join_ids(const std::vector<int>& ids);
+
+// The hypotheses of one result in JSON: with n_best 1 the best one's keys are merged
+// into `object`; with more, object["hypotheses"] lists each one's keys with its
+// token_logprobs, best first. `keys` gives a hypothesis's own keys.
+void add_hypotheses(nlohmann::json& object, const std::vector<TranslatedHypothesis>& hypotheses, Index n_best,
+                    const std::function<nlohmann::json(const TranslatedHypothesis&)>& keys);
+
+// Marian's n-best text form, one line per hypothesis: "index ||| text ||| score", the
+// score normalized when a length penalty applies.
+void print_n_best(std::ostream& out, std::size_t index, const std::vector<TranslatedHypothesis>& hypotheses,
+                  const std::function<std::string(const TranslatedHypothesis&)>& shown,
+                  const DecodingOptions& decoding);
 
 // One JSON object, one line, flushed: safe to stream into another program.
 void print_json_line(const nlohmann::json& object, std::ostream& out = std::cout);
