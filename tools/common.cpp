@@ -29,7 +29,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Model directory: config.json, model.safetensors, tokenizer.model "
                      "($ORDO_MODEL overrides the default)")
       ->capture_default_str();
-  command.add_option("-t,--threads", options.threads, "BLAS threads (0: OpenBLAS's default)")
+  command.add_option("-t,--threads", options.threads, "Threads ordo computes with (0: every core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
