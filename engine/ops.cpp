@@ -187,7 +187,9 @@ void activate(Activation activation, MatrixRef x) {
     float* row = x.data() + r * x.stride();
     switch (activation) {
       case Activation::Relu:
-        for (Index j = 0; j < n; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+        // Written so that NaN stays NaN, as in PyTorch: broken weights must reach the
+        // logits check, not turn into zeros (x > 0 ? x : 0 would hide them).
+        for (Index j = 0; j < n; ++j) row[j] = row[j] < 0.0f ? 0.0f : row[j];
         break;
       case Activation::Gelu:
         // x * Phi(x) = 0.5 x (1 + erf(x/sqrt2)) = 0.5 x erfc(-x/sqrt2). The erfc form is

@@ -40,6 +40,8 @@ void Model::print_warning(const std::string& message) {
 }
 
 std::shared_ptr<const Model> Model::load(const fs::path& directory, const WarningHandler& warn) {
+  if (directory.empty())
+    throw Error("model directory", "the path is empty", "give the directory that holds config.json");
   if (!is_directory_quietly(directory))
     throw Error(directory.string(), "is not a model directory",
                 "a model directory holds config.json and model.safetensors");

@@ -30,6 +30,13 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "($ORDO_MODEL overrides the default)")
       ->capture_default_str();
   command.add_option("-t,--threads", options.threads, "Threads ordo computes with (0: every core)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text.find_first_not_of("0123456789") == std::string::npos && !text.empty()
+                       ? std::string()
+                       : "expected a whole number of threads, got \"" + text + "\"";
+          },
+          "INT", "whole number"))
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");

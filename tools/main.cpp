@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    // A command's last words may still sit in the buffer: a full disk or a closed pipe
+    // must not pass for success.
+    std::cout.flush();
+    if (!std::cout) throw ordo::Error("stdout", "writing the output failed", "is the disk full, or the pipe closed?");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -1,0 +1,89 @@
+// Hostile and careless inputs from issue 11 that this session fixed: lost output must
+// not pass for success, bad flags and paths get messages a user can act on, and NaN in
+// the weights reaches the logits check instead of being zeroed by ReLU.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "engine/error.h"
+#include "engine/ops.h"
+#include "engine/search.h"
+#include "models/model.h"
+#include "tests/cli_runner.h"
+#include "tests/model_factory.h"
+
+namespace ordo {
+namespace {
+
+using testing_support::run_ordo;
+using testing_support::shell_quote;
+
+// Runs ordo with stdout on /dev/full; returns (exit code, stderr).
+std::pair<int, std::string> run_into_full_disk(const std::string& arguments) {
+  const auto dir = testing_support::temp_dir("hostile");
+  const std::string command = shell_quote(ORDO_CLI) + " " + arguments + " </dev/null >/dev/full 2>" +
+                              shell_quote((dir / "stderr").string());
+  const int status = std::system(command.c_str());
+  std::ifstream in(dir / "stderr");
+  std::stringstream err;
+  err << in.rdbuf();
+  std::filesystem::remove_all(dir);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err.str()};
+}
+
+TEST(Hostile, OutputThatCannotBeWrittenIsAnError) {
+  const std::string data = (std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "data" / "test.tsv").string();
+  for (const std::string& command : {std::string("translate cats"), "eval --data " + shell_quote(data),
+                                     std::string("inspect"), std::string("score --source cats --target Katzen"),
+                                     std::string("generate --source cats")}) {
+    SCOPED_TRACE(command);
+    const auto [code, err] = run_into_full_disk(command);
+    EXPECT_EQ(code, 1);
+    EXPECT_NE(err.find("ordo: stdout: writing the output failed"), std::string::npos) << err;
+  }
+}
+
+TEST(Hostile, BadThreadsAndEmptyModelPathsSayWhatIsWrong) {
+  auto r = run_ordo("translate --threads abc cats");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--threads: expected a whole number of threads, got \"abc\""), std::string::npos) << r.err;
+  r = run_ordo("translate --model '' cats");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("ordo: model directory: the path is empty"), std::string::npos) << r.err;
+}
+
+// PyTorch's ReLU keeps NaN; so must ordo's, or a broken weight decodes into garbage
+// with exit 0. End to end: one NaN in a decoder feed-forward weight is reported as
+// non-finite logits.
+TEST(Hostile, NanWeightsReachTheLogitsCheck) {
+  std::vector<float> values{std::numeric_limits<float>::quiet_NaN(), -1.0f, 2.0f, 0.0f};
+  ops::activate(Activation::Relu, MatrixRef(values.data(), 1, 4));
+  EXPECT_TRUE(std::isnan(values[0]));
+  EXPECT_EQ(values[1], 0.0f);
+  EXPECT_EQ(values[2], 2.0f);
+
+  const auto dir = testing_support::temp_dir("hostile");
+  testing_support::write_random_model(dir, testing_support::tiny_config(), 3, [](std::vector<NamedTensor>& tensors) {
+    for (NamedTensor& t : tensors)
+      if (t.name == "model.decoder.layers.0.fc1.weight") t.values.assign(t.values.size(), std::numeric_limits<float>::quiet_NaN());
+  });
+  const auto model = Model::load(dir);
+  std::string message;
+  try {
+    decode(model->transformer(), std::vector<int>{5, 6, 1});
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("non-finite logits"), std::string::npos) << message;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ordo
