@@ -196,7 +196,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
   } else {
     std::vector<std::string_view> names;
     for (const auto& entry : kFamilies) names.push_back(entry.name);
-    keys.fail("model_type", "unsupported model type \"" + type + "\"", "supported types: " + join(names));
+    keys.fail("model_type", "unsupported model type " + json_excerpt(type), "supported types: " + join(names));
   }
   c.model_type = type;
   c.family = keys.enumeration("model_type", kFamilies, c.family);
@@ -213,7 +213,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& path) {
   // json.load does for Hugging Face configs.
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(in);
+    json = nlohmann::json::parse(in, json_depth_limit(source));
   } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range
     throw Error(source, "not valid JSON: " + json_message(e.what()));
   }

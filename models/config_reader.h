@@ -17,6 +17,7 @@
 
 #include "engine/error.h"
 #include "engine/tensor.h"
+#include "models/json_message.h"
 
 namespace ordo::config_reader {
 
@@ -51,11 +52,11 @@ std::string join(const Range& names) {
 inline std::string describe_type(const json& value) {
   switch (value.type()) {
     case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean (" + value.dump() + ")";
-    case json::value_t::string: return "a string (" + value.dump() + ")";
-    case json::value_t::number_float: return "a floating-point number (" + value.dump() + ")";
+    case json::value_t::boolean: return "a boolean (" + json_excerpt(value) + ")";
+    case json::value_t::string: return "a string (" + json_excerpt(value) + ")";
+    case json::value_t::number_float: return "a floating-point number (" + json_excerpt(value) + ")";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer (" + value.dump() + ")";
+    case json::value_t::number_unsigned: return "an integer (" + json_excerpt(value) + ")";
     case json::value_t::object: return "an object";
     case json::value_t::array: return "an array";
     default: return "an unsupported JSON value";
@@ -92,7 +93,7 @@ class KeyReader {
     if (value.is_number_unsigned()) {
       auto u = value.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        fail(key, "value " + value.dump() + " is too large");
+        fail(key, "value " + json_excerpt(value) + " is too large");
       return static_cast<std::int64_t>(u);
     }
     if (value.is_number_integer()) return value.get<std::int64_t>();
@@ -146,7 +147,7 @@ class KeyReader {
       if (entry.name == name) return entry.value;
     std::vector<std::string_view> names;
     for (const auto& entry : table) names.push_back(entry.name);
-    fail(key, "unknown value " + value->dump(), "expected one of: " + join(names));
+    fail(key, "unknown value " + json_excerpt(*value), "expected one of: " + join(names));
   }
 
  private:

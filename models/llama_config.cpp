@@ -14,7 +14,7 @@ ModelConfig llama_config(const nlohmann::json& object, const std::string& source
   // What ordo does not implement is refused by name, never silently approximated.
   const std::string act = keys.string("hidden_act", "silu");
   if (act != "silu")
-    keys.fail("hidden_act", "unsupported activation \"" + act + "\"", "LLaMA models use \"silu\" (SwiGLU)");
+    keys.fail("hidden_act", "unsupported activation " + json_excerpt(act), "LLaMA models use \"silu\" (SwiGLU)");
   if (const json* scaling = keys.find("rope_scaling"); scaling != nullptr && !scaling->is_null())
     keys.fail("rope_scaling", "is set, and RoPE scaling is not supported",
               "ordo runs LLaMA models with plain RoPE; rope_scaling must be null or absent");

@@ -76,7 +76,9 @@ json parse_header(const std::filesystem::path& path, std::string_view text) {
   std::string last_key;
   std::optional<std::string> duplicate;
   std::string duplicate_in;
-  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+  const std::string source = path.string() + ": header";
+  const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+    check_json_depth(depth, source);
     switch (event) {
       case json::parse_event_t::object_start:
         open.push_back({{}, open.empty() ? std::string() : last_key});
@@ -150,15 +152,15 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
     throw Error(where, "'dtype' is " + std::string(dtype.type_name()) + ", expected a string");
   const auto parsed = parse_dtype(dtype.get<std::string>());
   if (!parsed)
-    throw Error(where, "unknown dtype " + dtype.dump(), "supported: " + supported_dtypes());
+    throw Error(where, "unknown dtype " + json_excerpt(dtype), "supported: " + supported_dtypes());
   entry.dtype = *parsed;
 
   const json& shape = field("shape");
-  if (!shape.is_array()) throw Error(where, "'shape' is " + shape.dump() + ", expected an array");
+  if (!shape.is_array()) throw Error(where, "'shape' is " + json_excerpt(shape) + ", expected an array");
   for (const json& dim : shape) {
     const auto d = as_int64(dim);
-    if (!d) throw Error(where, "'shape' " + shape.dump() + " holds a non-integer dimension");
-    if (*d < 0) throw Error(where, "'shape' " + shape.dump() + " has a negative dimension");
+    if (!d) throw Error(where, "'shape' " + json_excerpt(shape) + " holds a non-integer dimension");
+    if (*d < 0) throw Error(where, "'shape' " + json_excerpt(shape) + " has a negative dimension");
     entry.shape.push_back(*d);
   }
 
@@ -167,7 +169,7 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
   const std::int64_t begin = pair ? as_int64(offsets[0]).value_or(-1) : -1;
   const std::int64_t end = pair ? as_int64(offsets[1]).value_or(-1) : -1;
   if (begin < 0 || end < 0)
-    throw Error(where, "'data_offsets' is " + offsets.dump() +
+    throw Error(where, "'data_offsets' is " + json_excerpt(offsets) +
                            ", expected [begin, end] of non-negative integers");
   entry.begin = static_cast<std::uint64_t>(begin);
   entry.end = static_cast<std::uint64_t>(end);
@@ -179,9 +181,9 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
                              std::string(dtype_name(entry.dtype)) + " overflows 64 bits");
   }
   if (entry.begin > entry.end)
-    throw Error(where, "data_offsets " + offsets.dump() + " begin after they end");
+    throw Error(where, "data_offsets " + json_excerpt(offsets) + " begin after they end");
   if (entry.end - entry.begin != bytes)
-    throw Error(where, "data_offsets " + offsets.dump() + " span " +
+    throw Error(where, "data_offsets " + json_excerpt(offsets) + " span " +
                            std::to_string(entry.end - entry.begin) + " bytes, but shape " +
                            to_string(entry.shape) + " of " + std::string(dtype_name(entry.dtype)) +
                            " needs " + std::to_string(bytes));
@@ -297,7 +299,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
       for (const auto& [key, text] : value.items()) {
         if (!text.is_string())
           throw Error(file + ": '__metadata__' key '" + key + "'",
-                      "value " + text.dump() + " is " + text.type_name() + ", expected a string");
+                      "value " + json_excerpt(text) + " is " + text.type_name() + ", expected a string");
         result.metadata_[key] = text.get<std::string>();
       }
       continue;

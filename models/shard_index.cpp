@@ -33,7 +33,7 @@ nlohmann::json read_index(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string(), "cannot open the shard index");
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(in, json_depth_limit(path.string()));
   } catch (const nlohmann::json::exception& e) {
     throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
   }
@@ -45,8 +45,8 @@ void check_shard_name(const fs::path& index, const std::string& tensor, const st
                      shard.find('/') == std::string::npos && shard.find('\\') == std::string::npos &&
                      shard.find('\0') == std::string::npos;
   if (!plain)
-    throw Error(index.string(), "weight_map puts tensor '" + tensor + "' in \"" + shard +
-                                    "\", which is not a file name inside the model directory",
+    throw Error(index.string(), "weight_map puts tensor '" + tensor + "' in " + json_excerpt(shard) +
+                                    ", which is not a file name inside the model directory",
                 "shards must sit next to the index; paths are not allowed");
 }
 

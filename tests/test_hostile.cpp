@@ -85,5 +85,44 @@ TEST(Hostile, NanWeightsReachTheLogitsCheck) {
   std::filesystem::remove_all(dir);
 }
 
+// JSON nested 100,000 levels deep, where a safetensors header, a config.json or a shard
+// index holds a value: refused while parsing with one short line, never a crash (an
+// error message once printed such a value recursively and overflowed the stack).
+TEST(Hostile, DeeplyNestedJsonIsRefusedInOneShortLine) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const auto write_header = [](const std::filesystem::path& file, const std::string& header) {
+    std::ofstream out(file, std::ios::binary);
+    const std::uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header << std::string(4, '\0');
+  };
+  const std::vector<std::string> headers = {
+      "{\"__metadata__\": {\"a\": " + deep + "}}",
+      "{\"x\": {\"dtype\": \"F32\", \"shape\": " + deep + ", \"data_offsets\": [0, 4]}}",
+      "{\"x\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": " + deep + "}}"};
+  for (const std::string& header : headers) {
+    const auto dir = testing_support::temp_dir("hostile");
+    std::filesystem::copy_file(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal" / "config.json",
+                               dir / "config.json");
+    write_header(dir / "model.safetensors", header);
+    const auto r = run_ordo("inspect --model " + shell_quote(dir.string()));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("header: JSON nested more than 32 levels deep"), std::string::npos) << r.err.substr(0, 300);
+    EXPECT_LT(r.err.size(), 300u);
+    std::filesystem::remove_all(dir);
+  }
+  // config.json, and a value that is merely long: quoted as a short excerpt.
+  const auto dir = testing_support::temp_dir("hostile");
+  std::ofstream(dir / "config.json") << "{\"model_type\": " << deep << "}";
+  auto r = run_ordo("inspect --model " + shell_quote(dir.string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("config.json: JSON nested more than 32 levels deep"), std::string::npos) << r.err.substr(0, 300);
+  std::ofstream(dir / "config.json") << "{\"model_type\": \"" << std::string(100000, 'x') << "\"}";
+  r = run_ordo("inspect --model " + shell_quote(dir.string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 400);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ordo
