@@ -18,6 +18,22 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
   store.source_ = store.files_.size() == 1 ? store.files_.front().path().string()
                                            : (directory / kShardIndexFile).string();
 
+  // Every layer has tensors of its own, so the files bound the layer count. Checked
+  // before the name table is expanded: a config claiming a million layers fails here
+  // in microseconds instead of building millions of names first.
+  std::size_t tensors = 0;
+  for (const SafetensorsFile& file : store.files_) tensors += file.tensors().size();
+  const auto bounded = [&](const char* key, const char* hf_key, Index layers) {
+    if (layers > static_cast<Index>(tensors))
+      throw Error((directory / "config.json").string(),
+                  "key '" + std::string(config.family == Family::Llama ? hf_key : key) + "' asks for " +
+                      std::to_string(layers) + " layers, but the weights hold only " + std::to_string(tensors) +
+                      " tensors",
+                  "config.json does not belong to these weights");
+  };
+  bounded("encoder_layers", "num_hidden_layers", config.encoder_layers);
+  bounded("decoder_layers", "num_hidden_layers", config.decoder_layers);
+
   std::set<std::string> expected;
   for (const TensorSpec& spec : expected_tensors(config)) {
     expected.insert(spec.name);

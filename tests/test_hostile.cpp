@@ -12,6 +12,8 @@
 #include <limits>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/error.h"
 #include "engine/ops.h"
 #include "engine/search.h"
@@ -121,6 +123,56 @@ TEST(Hostile, DeeplyNestedJsonIsRefusedInOneShortLine) {
   r = run_ordo("inspect --model " + shell_quote(dir.string()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 400);
+  std::filesystem::remove_all(dir);
+}
+
+// Invalid UTF-8 is refused with the offending byte, line by line; valid multi-byte text
+// (umlauts, a 4-byte emoji) passes. Each bad case is one RFC 3629 rule: a stray
+// continuation byte, an overlong form, a surrogate, a code point past U+10FFFF, a
+// sequence cut short, a byte that never occurs.
+TEST(Hostile, InvalidUtf8IsRefusedNotTranslated) {
+  const auto model = Model::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal");
+  for (const std::string& bad : {std::string("\xff\xfe cats"), std::string("cats \x80"), std::string("\xc0\xaf"),
+                                std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"), std::string("cats \xe2\x82"),
+                                std::string("\xf5\x80\x80\x80")}) {
+    std::string message;
+    try {
+      model->tokenize_source(bad);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("is not valid UTF-8"), std::string::npos) << ::testing::PrintToString(bad);
+  }
+  EXPECT_NO_THROW(model->tokenize_source("Straße café \xf0\x9f\x90\xb1 cats"));
+  const auto r = run_ordo("translate", "cats chase dogs\n\xc3\x28 bad\ndogs chase cats\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "Katzen jagen Hunde\n\nHunde jagen Katzen\n");
+  EXPECT_NE(r.err.find("stdin line 2: input text: is not valid UTF-8 (byte 0)"), std::string::npos) << r.err;
+}
+
+// A config that claims more layers than the weights have tensors fails at once, naming
+// the key, before the tensor table is expanded (a million layers used to take 11 s and
+// 3.3 GB before a tensor was found missing).
+TEST(Hostile, LayerCountsAreBoundedByTheWeights) {
+  const auto dir = testing_support::temp_dir("hostile");
+  const auto weights = std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal";
+  std::filesystem::copy_file(weights / "model.safetensors", dir / "model.safetensors");
+  std::ifstream in(weights / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  for (const char* key : {"encoder_layers", "decoder_layers"}) {
+    config[key] = 1 << 24;
+    std::ofstream(dir / "config.json") << config.dump();
+    std::string message;
+    try {
+      Model::load(dir);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(std::string("key '") + key + "' asks for 16777216 layers, but the weights hold only"),
+              std::string::npos)
+        << message;
+    config[key] = 2;
+  }
   std::filesystem::remove_all(dir);
 }
 

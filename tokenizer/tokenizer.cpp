@@ -26,7 +26,43 @@ Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   return tokenizer;
 }
 
+namespace {
+
+// The byte offset of the first byte that breaks UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF), or npos when the text is valid.
+std::size_t invalid_utf8_at(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char c = byte(i);
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) length = 1;
+    else if (c >= 0xC2 && c <= 0xDF) length = 2;
+    else if (c == 0xE0) length = 3, low = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) length = 3;
+    else if (c == 0xED) length = 3, high = 0x9F;
+    else if (c == 0xF0) length = 4, low = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) length = 4;
+    else if (c == 0xF4) length = 4, high = 0x8F;
+    else return i;
+    if (i + length > text.size()) return i;
+    for (std::size_t k = 1; k < length; ++k) {
+      const unsigned char next = byte(i + k);
+      if (k == 1 ? (next < low || next > high) : (next < 0x80 || next > 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 std::vector<int> Tokenizer::encode(std::string_view text) const {
+  // SentencePiece would quietly turn bad bytes into U+FFFD and translate what is left.
+  if (const std::size_t at = invalid_utf8_at(text); at != std::string_view::npos)
+    throw Error("input text", "is not valid UTF-8 (byte " + std::to_string(at) + ")",
+                "convert the input to UTF-8, e.g. with iconv");
   const bool blank = std::all_of(text.begin(), text.end(),
                                  [](unsigned char c) { return std::isspace(c) != 0; });
   if (blank) throw Error("input text", "is empty", "give a sentence to translate");
