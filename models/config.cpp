@@ -205,6 +205,9 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
 
 ModelConfig ModelConfig::load(const std::filesystem::path& path) {
   const std::string source = path.string();
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
+    throw Error(source, "is not a regular file", "config.json is a JSON file next to the weights");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(source, "cannot open the model config",

@@ -176,5 +176,38 @@ TEST(Hostile, LayerCountsAreBoundedByTheWeights) {
   std::filesystem::remove_all(dir);
 }
 
+// Files that are not what their names say get messages about ordo's files, not the
+// internals of the C++ library or SentencePiece: a directory named config.json, a
+// garbage tokenizer.model, a tokenizer.model that is a device.
+TEST(Hostile, WrongKindsOfFilesSayWhatTheyAre) {
+  const auto weights = std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal";
+  const auto load_error = [](const std::filesystem::path& dir) {
+    try {
+      Model::load(dir);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const auto dir = testing_support::temp_dir("hostile");
+  std::filesystem::create_directory(dir / "config.json");
+  std::string message = load_error(dir);
+  EXPECT_NE(message.find("config.json: is not a regular file"), std::string::npos) << message;
+  EXPECT_EQ(message.find("basic_filebuf"), std::string::npos) << message;
+  std::filesystem::remove(dir / "config.json");
+
+  std::filesystem::copy_file(weights / "config.json", dir / "config.json");
+  std::filesystem::copy_file(weights / "model.safetensors", dir / "model.safetensors");
+  std::ofstream(dir / "tokenizer.model") << std::string(1000, '\x7f');
+  message = load_error(dir);
+  EXPECT_NE(message.find("tokenizer.model: is not a SentencePiece model"), std::string::npos) << message;
+  EXPECT_EQ(message.find(".cc("), std::string::npos) << message;
+  std::filesystem::remove(dir / "tokenizer.model");
+  std::filesystem::create_symlink("/dev/zero", dir / "tokenizer.model");
+  message = load_error(dir);
+  EXPECT_NE(message.find("tokenizer.model: is not a regular file"), std::string::npos) << message;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ordo

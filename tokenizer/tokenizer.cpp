@@ -16,13 +16,16 @@ Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error))
+  if (!std::filesystem::exists(path, error))
     throw Error(path.string(), "no such SentencePiece model file");
+  if (!std::filesystem::is_regular_file(path, error))
+    throw Error(path.string(), "is not a regular file", "a tokenizer.model is a SentencePiece model file");
   Tokenizer tokenizer;
   tokenizer.path_ = path;
-  const auto status = tokenizer.processor_->Load(path.string());
-  if (!status.ok())
-    throw Error(path.string(), "not a valid SentencePiece model: " + status.ToString());
+  // SentencePiece's own status names its source file and line: say what it means.
+  if (!tokenizer.processor_->Load(path.string()).ok())
+    throw Error(path.string(), "is not a SentencePiece model (it does not parse as one)",
+                "a tokenizer.model comes from spm_train; is this file damaged or something else?");
   return tokenizer;
 }
 
