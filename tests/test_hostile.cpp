@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/feed_forward.h"
 #include "engine/ops.h"
 #include "engine/search.h"
 #include "models/model.h"
@@ -61,9 +62,9 @@ TEST(Hostile, BadThreadsAndEmptyModelPathsSayWhatIsWrong) {
   EXPECT_NE(r.err.find("ordo: model directory: the path is empty"), std::string::npos) << r.err;
 }
 
-// PyTorch's ReLU keeps NaN; so must ordo's, or a broken weight decodes into garbage
-// with exit 0. End to end: one NaN in a decoder feed-forward weight is reported as
-// non-finite logits.
+// PyTorch's ReLU keeps NaN; so must ordo's, or NaN that slips past the load-time scan
+// (a NaN made by overflow, say) would decode into garbage with exit 0 instead of
+// reaching the non-finite-logits check.
 TEST(Hostile, NanWeightsReachTheLogitsCheck) {
   std::vector<float> values{std::numeric_limits<float>::quiet_NaN(), -1.0f, 2.0f, 0.0f};
   ops::activate(Activation::Relu, MatrixRef(values.data(), 1, 4));
@@ -71,20 +72,37 @@ TEST(Hostile, NanWeightsReachTheLogitsCheck) {
   EXPECT_EQ(values[1], 0.0f);
   EXPECT_EQ(values[2], 2.0f);
 
-  const auto dir = testing_support::temp_dir("hostile");
-  testing_support::write_random_model(dir, testing_support::tiny_config(), 3, [](std::vector<NamedTensor>& tensors) {
-    for (NamedTensor& t : tensors)
-      if (t.name == "model.decoder.layers.0.fc1.weight") t.values.assign(t.values.size(), std::numeric_limits<float>::quiet_NaN());
-  });
-  const auto model = Model::load(dir);
-  std::string message;
-  try {
-    decode(model->transformer(), std::vector<int>{5, 6, 1});
-  } catch (const Error& e) {
-    message = e.what();
+  // A feed-forward whose first linear yields NaN passes it on (ReLU used to zero it).
+  const std::vector<float> nan_weight(4 * 2, std::numeric_limits<float>::quiet_NaN()), ones(2 * 4, 1.0f);
+  const FeedForward ffn = FeedForward::plain({TensorView(nan_weight.data(), {4, 2}), {}},
+                                             {TensorView(ones.data(), {2, 4}), {}}, Activation::Relu);
+  Matrix x(1, 2), y(1, 2);
+  x.fill(1.0f);
+  FeedForwardScratch scratch;
+  ffn.forward(x, scratch, y);
+  EXPECT_TRUE(std::isnan(y(0, 0)));
+}
+
+// Non-finite weights are found at load, naming the tensor and the element.
+TEST(Hostile, NonFiniteWeightsAreFoundAtLoad) {
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    const auto dir = testing_support::temp_dir("hostile");
+    testing_support::write_random_model(dir, testing_support::tiny_config(), 3, [&](std::vector<NamedTensor>& tensors) {
+      for (NamedTensor& t : tensors)
+        if (t.name == "model.encoder.layers.1.self_attn.v_proj.weight") t.values[37] = bad;
+    });
+    std::string message;
+    try {
+      Model::load(dir);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("tensor 'model.encoder.layers.1.self_attn.v_proj.weight' holds " +
+                           std::string(std::isnan(bad) ? "NaN" : "+infinity") + " at element 37"),
+              std::string::npos)
+        << message;
+    std::filesystem::remove_all(dir);
   }
-  EXPECT_NE(message.find("non-finite logits"), std::string::npos) << message;
-  std::filesystem::remove_all(dir);
 }
 
 // JSON nested 100,000 levels deep, where a safetensors header, a config.json or a shard

@@ -196,12 +196,18 @@ TEST(Transformer, OverLongSequencesAreRefused) {
             std::string::npos);
 }
 
-// NaN weights must surface as an error, not as a translation made of argmax(NaN).
+// NaN in the activations must surface as an error, not as a translation made of
+// argmax(NaN). Non-finite weights are refused at load (test_hostile), so the NaN is
+// made by overflow from finite ones: in a pre-norm stack nothing normalizes the
+// residual stream, so two feed-forward biases of 3e38 on the same dimension add up to
+// infinity, and the final layer norm's infinity minus infinity is NaN.
 TEST(Transformer, NonFiniteLogitsAreReported) {
   const auto dir = temp_dir("nan");
-  write_random_model(dir, tiny_config(), 3, [](std::vector<NamedTensor>& tensors) {
+  auto config = tiny_config();
+  config["normalize_before"] = true;
+  write_random_model(dir, config, 3, [](std::vector<NamedTensor>& tensors) {
     for (NamedTensor& t : tensors)
-      if (t.name == "model.decoder.layers.1.fc2.bias") t.values[0] = std::nanf("");
+      if (t.name == "model.decoder.layers.0.fc2.bias" || t.name == "model.decoder.layers.1.fc2.bias") t.values[0] = 3e38f;
   });
   const auto model = Model::load(dir);
   const std::string message = reference::error_message(
@@ -214,15 +220,21 @@ TEST(Transformer, NonFiniteLogitsAreReported) {
   std::filesystem::remove_all(dir);
 }
 
-// -infinity everywhere is as broken as NaN: argmax would silently pick token 0.
+// -infinity everywhere is as broken as NaN: argmax would silently pick token 0. Made
+// from finite weights: the last layer norm outputs 1 in every dimension (weight 0,
+// bias 1) and every weight of an untied output projection is -3e38, so every logit
+// overflows to -infinity.
 TEST(Transformer, AllImpossibleTokensAreReported) {
   const auto dir = temp_dir("neginf");
-  write_random_model(dir, tiny_config(), 3,
-                     [](std::vector<NamedTensor>& tensors) {
-                       for (NamedTensor& t : tensors)
-                         if (t.name == "final_logits_bias")
-                           std::fill(t.values.begin(), t.values.end(), -std::numeric_limits<float>::infinity());
-                     });
+  auto config = tiny_config();
+  config["tie_word_embeddings"] = false;
+  write_random_model(dir, config, 3, [](std::vector<NamedTensor>& tensors) {
+    for (NamedTensor& t : tensors) {
+      if (t.name == "lm_head.weight") std::fill(t.values.begin(), t.values.end(), -3e38f);
+      if (t.name == "model.decoder.layers.1.final_layer_norm.weight") std::fill(t.values.begin(), t.values.end(), 0.0f);
+      if (t.name == "model.decoder.layers.1.final_layer_norm.bias") std::fill(t.values.begin(), t.values.end(), 1.0f);
+    }
+  });
   const auto model = Model::load(dir);
   EXPECT_NE(reference::error_message([&] { testing_support::greedy(model->transformer(), std::vector<int>{5, 1}); })
                 .find("every token has probability 0 at step 0"),
