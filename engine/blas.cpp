@@ -93,6 +93,10 @@ void small_gemm(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, fl
 }
 
 void sgemm(CBLAS_TRANSPOSE transpose_b, ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
+  // The pool's creation is what makes OpenBLAS single-threaded: make sure it exists
+  // before OpenBLAS runs anything, however small the first product.
+  static const bool pool_ready = (pool(), true);
+  (void)pool_ready;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b, narrow(c.rows()), narrow(c.cols()), narrow(a.cols()), alpha,
               a.data(), narrow(a.stride()), b.data(), narrow(b.stride()), beta, c.data(), narrow(c.stride()));
 }
@@ -129,6 +133,8 @@ void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float
     sgemm(CblasNoTrans, a, b.col_block(first, count), c.col_block(first, count), alpha, beta);
   });
 }
+
+void prepare() { pool(); }
 
 void set_num_threads(int n) {
   if (n <= 0) return;

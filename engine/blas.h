@@ -15,6 +15,11 @@ void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha = 1.0f
 void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha = 1.0f,
              float beta = 0.0f);
 
+// Starts the thread pool (which also makes OpenBLAS single-threaded) unless it runs
+// already. Products do this themselves when first needed; a caller that sizes its
+// buffers up front (Decoder::start) calls it so that no later product allocates.
+void prepare();
+
 // Threads one product may use, in OpenBLAS's GEMMs and in ordo's own matrix-vector
 // kernels alike; n <= 0 keeps the default (every core).
 void set_num_threads(int n);

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/blas.h"
 #include "engine/error.h"
 #include "engine/limits.h"
 
@@ -161,6 +162,7 @@ void Decoder::open(DecoderState& state, const EncoderOutput* memory, std::span<c
   state.attention_.values.reserve(rows * widest_kv);
   state.attention_.scores.reserve(std::max(max_steps, memory != nullptr ? memory->rows_per_source : 0));
   state.capacity_ = max_steps;
+  blas::prepare();
 }
 
 void Decoder::step(DecoderState& state, std::span<const int> tokens, Matrix& logits) const {
