@@ -18,6 +18,7 @@
 
 #include "engine/search.h"
 #include "models/model.h"
+#include "tests/parity_support.h"
 #include "tests/reference.h"
 
 namespace ordo {
@@ -25,16 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path parity_dir() { return ORDO_PARITY_DIR; }
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(path.string() + " is missing: the oracle has not run (ctest runs it as the fixture "
-                             "'oracle'; or run /usr/bin/python3 tools/make_parity_models.py --out " +
-                             parity_dir().string() + ")");
-  return nlohmann::json::parse(in);
-}
+using testing_support::parity_dir;
+const auto& read_json = testing_support::read_oracle_json;
 
 std::vector<std::string> generation_models() {
   return read_json(parity_dir() / "index.json").at("generation_models").get<std::vector<std::string>>();
@@ -139,25 +132,12 @@ TEST(GenerationParity, BeamSearchMatchesTheOraclesBeamSearch) {
     const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
     for (const nlohmann::json& c : reference.at("beam")) {
       SCOPED_TRACE("beam case " + c.dump().substr(0, 120));
-      DecodingOptions options;
-      options.beam_size = c.at("beam_size").get<Index>();
-      options.n_best = c.at("n_best").get<Index>();
-      options.length_penalty = c.at("length_penalty").get<double>();
-      options.max_length = c.at("max_length").get<Index>();
-      options.min_length = c.value("min_length", Index{0});
       const std::vector<DecodeRequest> requests{{{}, ids_of(c.at("prompt_ids"))}};
       DecodeWorkspace workspace;
-      const DecodeResult got = decode_requests(model->transformer(), requests, options, {}, workspace).front();
+      const DecodeResult got =
+          decode_requests(model->transformer(), requests, testing_support::beam_case_options(c), {}, workspace).front();
       ASSERT_TRUE(got.ok()) << got.error;
-      const nlohmann::json& want = c.at("hypotheses");
-      ASSERT_EQ(got.hypotheses.size(), want.size());
-      for (std::size_t k = 0; k < want.size(); ++k) {
-        SCOPED_TRACE("hypothesis " + std::to_string(k));
-        EXPECT_EQ(got.hypotheses[k].ids, ids_of(want[k].at("ids")));
-        EXPECT_NEAR(got.hypotheses[k].score, want[k].at("score").get<double>(), 1e-4);
-        EXPECT_NEAR(got.hypotheses[k].normalized_score, want[k].at("normalized_score").get<double>(), 1e-4);
-        EXPECT_EQ(got.hypotheses[k].finished, want[k].at("finished").get<bool>());
-      }
+      testing_support::expect_oracle_hypotheses(got.hypotheses, c.at("hypotheses"));
       ++cases;
     }
   }

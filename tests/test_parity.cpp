@@ -31,6 +31,7 @@
 #include "engine/search.h"
 #include "tests/greedy.h"
 #include "models/model.h"
+#include "tests/parity_support.h"
 #include "tests/reference.h"
 
 namespace ordo {
@@ -38,23 +39,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path parity_dir() { return ORDO_PARITY_DIR; }
+using testing_support::parity_dir;
+const auto& read_json = testing_support::read_oracle_json;
 
 std::vector<std::string> model_names() {
-  const fs::path index = parity_dir() / "index.json";
-  std::ifstream in(index);
-  if (!in)
-    throw std::runtime_error(index.string() + " is missing: the oracle has not run (ctest runs it as the "
-                             "fixture 'oracle'; or run /usr/bin/python3 tools/make_parity_models.py --out " +
-                             parity_dir().string() + ")");
-  const nlohmann::json json = nlohmann::json::parse(in);
+  const nlohmann::json json = read_json(parity_dir() / "index.json");
   const nlohmann::json& names = json.is_array() ? json : json.at("models");
   return names.get<std::vector<std::string>>();
-}
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 TEST(Parity, OracleCoversEverySchemeLayoutNormAndDtype) {
@@ -161,23 +152,9 @@ TEST(Parity, BeamSearchMatchesTheOraclesBeamSearch) {
     const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
     for (const nlohmann::json& c : reference.at("beam")) {
       SCOPED_TRACE("beam case " + c.dump().substr(0, 120));
-      DecodingOptions options;
-      options.beam_size = c.at("beam_size").get<Index>();
-      options.n_best = c.at("n_best").get<Index>();
-      options.length_penalty = c.at("length_penalty").get<double>();
-      options.max_length = c.at("max_length").get<Index>();
-      options.min_length = c.at("min_length").get<Index>();
       const auto source = c.at("source_ids").get<std::vector<int>>();
-      const std::vector<Hypothesis> got = decode(model->transformer(), source, options);
-      const nlohmann::json& want = c.at("hypotheses");
-      ASSERT_EQ(got.size(), want.size());
-      for (std::size_t k = 0; k < got.size(); ++k) {
-        SCOPED_TRACE("hypothesis " + std::to_string(k));
-        EXPECT_EQ(got[k].ids, want[k].at("ids").get<std::vector<int>>());
-        EXPECT_NEAR(got[k].score, want[k].at("score").get<double>(), 1e-4);
-        EXPECT_NEAR(got[k].normalized_score, want[k].at("normalized_score").get<double>(), 1e-4);
-        EXPECT_EQ(got[k].finished, want[k].at("finished").get<bool>());
-      }
+      testing_support::expect_oracle_hypotheses(
+          decode(model->transformer(), source, testing_support::beam_case_options(c)), c.at("hypotheses"));
       ++cases;
     }
   }
