@@ -24,7 +24,6 @@
 namespace ordo {
 namespace {
 
-namespace fs = std::filesystem;
 
 using testing_support::parity_dir;
 const auto& read_json = testing_support::read_oracle_json;
