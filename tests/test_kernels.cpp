@@ -45,11 +45,13 @@ TEST(Kernels, MatvecMatchesADoubleDotProduct) {
   }
 }
 
-// The small-batch kernel for every edge of its blocks (rows of x around 8, widths
-// around 8), strides wider than the rows, and alpha/beta; tolerance as matvec's.
+// The small-batch kernel for each of its tile shapes (chosen by the rows of x: up to 2,
+// 4, 8, and more) and every edge of its tiles (rows of x and of w not multiples of the
+// tile, widths around 8), strides wider than the rows, and alpha/beta; tolerance as
+// matvec's.
 TEST(Kernels, SmallGemmMatchesADoubleProduct) {
   std::mt19937 rng(4);
-  for (const Index m : {2, 7, 8, 9, 16, 17}) {
+  for (const Index m : {2, 3, 4, 5, 7, 8, 9, 16, 17, 30, 64}) {
     for (const Index cols : {5, 8, 33, 130}) {
       SCOPED_TRACE("m " + std::to_string(m) + " cols " + std::to_string(cols));
       const Index rows = 11, x_stride = cols + 3, w_stride = cols + 1, y_stride = rows + 2;
