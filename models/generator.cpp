@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo {
 
@@ -15,11 +16,12 @@ std::span<const int> until_eos(const SpecialTokens& tokens, std::span<const int>
 }
 
 // A decoder-only model's prompt (bos first when asked), or an encoder-decoder model's
-// forced target prefix, which may be empty (decoder_start plays bos's part).
-std::vector<int> prompt_ids(const Model& model, std::string_view prompt, bool add_bos) {
-  if (model.transformer().decoder_only()) return model.tokenize_prompt(prompt, add_bos);
-  if (prompt.empty()) return {};
-  return model.tokenize_prompt(prompt, false);
+// forced target prefix, which may be blank (decoder_start plays bos's part).
+Model::TokenizedInput prompt_ids(const Model& model, std::string_view prompt, bool add_bos,
+                                 const Model::InputLimit& limit) {
+  if (model.transformer().decoder_only()) return model.tokenize_prompt(prompt, add_bos, limit);
+  if (is_blank(prompt)) return {};
+  return model.tokenize_prompt(prompt, false, limit);
 }
 
 // An encoder-decoder model continues the translation of one source per prompt; a
@@ -38,6 +40,7 @@ void GeneratorOptions::validate() const {
   decoding.validate();
   if (batch_size < 1) throw OptionError("batch_size", "must be at least 1, got " + std::to_string(batch_size));
   if (batch_size > 65536) throw OptionError("batch_size", "must be at most 65536, got " + std::to_string(batch_size));
+  check_max_input_tokens(max_input_tokens);
 }
 
 const TranslatedHypothesis& Generation::best() const {
@@ -50,6 +53,9 @@ Generator::Generator(std::shared_ptr<const Model> model, GeneratorOptions option
     : model_(std::move(model)), options_(std::move(options)) {
   if (!model_) throw Error("generator", "no model given");
   options_.validate();
+  check_max_input_tokens(options_.max_input_tokens, model_->max_prompt_tokens(), "prompt");
+  if (!model_->transformer().decoder_only())
+    check_max_input_tokens(options_.max_input_tokens, model_->max_source_tokens(), "source");
 }
 
 std::string Generator::continuation_text(std::span<const int> prompt, std::span<const int> generated) const {
@@ -66,15 +72,45 @@ std::string Generator::continuation_text(std::span<const int> prompt, std::span<
   return model_->detokenize_target(kept);  // the pieces merged across the boundary
 }
 
-Generation Generator::generate(std::string_view prompt, std::string_view source, const TextCallback& on_text) const {
+Model::InputLimit Generator::prompt_limit() const {
+  Model::InputLimit limit = input_limit();
+  if (!limit.truncate) return limit;
+  // Cutting a prompt to all the positions would leave room for one new token: cut it
+  // further, so that max_length new tokens fit (the last one is never fed back).
+  const Index wanted = options_.decoding.max_length > 0 ? options_.decoding.max_length : kAutomaticGenerationLength;
+  const Index room = model_->max_prompt_tokens() - wanted + 1;
+  const Index bound = limit.max_tokens > 0 ? limit.max_tokens : model_->max_prompt_tokens();
+  if (room >= 2) limit.max_tokens = std::min(bound, room);
+  return limit;
+}
+
+Generation Generator::prepare(std::string_view prompt, std::string_view source) const {
   Generation request;
   request.prompt = std::string(prompt);
   request.source = std::string(source);
   if (model_->transformer().decoder_only() && !source.empty())
     throw Error("generate", "this model is decoder-only: it continues a prompt and reads no source");
-  request.prompt_ids = prompt_ids(*model_, prompt, options_.add_bos);
-  if (!model_->transformer().decoder_only()) request.source_ids = model_->tokenize_source(source);
+  try {
+    Model::TokenizedInput ids = prompt_ids(*model_, prompt, options_.add_bos, prompt_limit());
+    request.prompt_ids = std::move(ids.ids);
+    request.truncated = ids.truncated;
+    if (!model_->transformer().decoder_only()) {
+      ids = model_->tokenize_source(source, input_limit());
+      request.source_ids = std::move(ids.ids);
+      request.truncated = request.truncated || ids.truncated;
+    }
+  } catch (const Error& e) {
+    request.error = e.what();
+  }
+  return request;
+}
 
+Generation Generator::generate(std::string_view prompt, std::string_view source, const TextCallback& on_text) const {
+  return generate(prepare(prompt, source), on_text);
+}
+
+Generation Generator::generate(Generation request, const TextCallback& on_text) const {
+  if (!request.ok()) throw Error(request.error);
   const DecodeRequest decode{request.source_ids, request.prompt_ids};
   WorkspacePool::Lease workspace = workspaces_->borrow();
   std::vector<int> streamed;
@@ -107,21 +143,15 @@ std::vector<Generation> Generator::generate_batch(std::span<const std::string> p
                                                   std::span<const std::string> sources,
                                                   std::uint64_t first_stream) const {
   check_sources(model_->transformer(), prompts.size(), sources.size());
-  const bool decoder_only = model_->transformer().decoder_only();
-  std::vector<Generation> requests(prompts.size());
-  for (std::size_t i = 0; i < prompts.size(); ++i) {
-    Generation& r = requests[i];
-    r.prompt = prompts[i];
-    try {
-      r.prompt_ids = prompt_ids(*model_, r.prompt, options_.add_bos);
-      if (!decoder_only) {
-        r.source = sources[i];
-        r.source_ids = model_->tokenize_source(r.source);
-      }
-    } catch (const Error& e) {
-      r.error = e.what();
-    }
-  }
+  std::vector<Generation> requests;
+  requests.reserve(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    requests.push_back(prepare(prompts[i], sources.empty() ? std::string_view() : std::string_view(sources[i])));
+  return decode_all(std::move(requests), first_stream);
+}
+
+std::vector<Generation> Generator::generate_prepared(std::vector<Generation> requests,
+                                                     std::uint64_t first_stream) const {
   return decode_all(std::move(requests), first_stream);
 }
 
@@ -147,8 +177,12 @@ std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vecto
 }
 
 Scored Generator::score(std::string_view text) const {
-  std::vector<int> ids = model_->tokenize_prompt(text, options_.add_bos);
-  ids.push_back(model_->transformer().tokens.eos);
+  // bos (when asked), the text, eos: the decoder reads all but eos, which is what a
+  // target's limit counts.
+  std::vector<int> ids;
+  if (options_.add_bos && model_->config().bos_token_id) ids.push_back(*model_->config().bos_token_id);
+  const std::vector<int> target = model_->tokenize_target(text, options_.max_input_tokens);
+  ids.insert(ids.end(), target.begin(), target.end());
   const std::vector<std::vector<int>> sequences{std::move(ids)};
   Scored result = std::move(score_ids_batch(sequences).front());
   if (!result.ok()) throw Error(result.error);
@@ -182,7 +216,7 @@ std::vector<Generation> Generator::decode_all(std::vector<Generation> requests, 
   std::vector<DecodeRequest> decode;
   std::vector<std::uint64_t> streams;
   for (std::size_t i = 0; i < requests.size(); ++i)
-    if (requests[i].ok()) {
+    if (requests[i].ok() && requests[i].hypotheses.empty()) {
       pending.push_back(i);
       decode.push_back({requests[i].source_ids, requests[i].prompt_ids});
       streams.push_back(first_stream + i);

@@ -79,28 +79,6 @@ const Tokenizer& Model::require(const std::shared_ptr<const Tokenizer>& tokenize
               "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
 }
 
-std::vector<int> Model::tokenize_source(std::string_view text) const {
-  std::vector<int> ids = require(source_tokenizer_).encode(text);
-  ids.push_back(config_.eos_token_id);
-  return ids;
-}
-
-std::vector<int> Model::tokenize_target(std::string_view text) const {
-  std::vector<int> ids = require(target_tokenizer_).encode(text);
-  ids.push_back(config_.eos_token_id);
-  return ids;
-}
-
-std::vector<int> Model::tokenize_prompt(std::string_view text, bool add_bos) const {
-  std::vector<int> ids;
-  if (add_bos && config_.bos_token_id) ids.push_back(*config_.bos_token_id);
-  const Tokenizer& tokenizer = require(target_tokenizer_);
-  if (text.empty() && !ids.empty()) return ids;  // bos alone: generation from scratch
-  const std::vector<int> pieces = tokenizer.encode(text);
-  ids.insert(ids.end(), pieces.begin(), pieces.end());
-  return ids;
-}
-
 std::string Model::detokenize_source(std::span<const int> ids) const {
   // The encoder reads every id; only the special ones have no text.
   std::vector<int> text_ids;

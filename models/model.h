@@ -45,13 +45,41 @@ class Model {
   bool has_tokenizer() const { return source_tokenizer_ != nullptr; }
   // Pieces of the (source) tokenizer; throws Error when there is none.
   Index tokenizer_vocab_size() const { return require(source_tokenizer_).vocab_size(); }
-  // Text -> ids with eos appended. Throws Error when there is no tokenizer.
-  std::vector<int> tokenize_source(std::string_view text) const;
-  std::vector<int> tokenize_target(std::string_view text) const;
+  // The longest input this model reads, counted in the ids the tokenize functions
+  // return: a source with its eos, a target with its eos, a prompt with its bos (a
+  // decoder-only model; an encoder-decoder model's decoder_start takes a position
+  // too). Each is what the positions allow (a learned table holds
+  // max_position_embeddings), and never more than ordo's limit, kMaxSequenceLength.
+  Index max_source_tokens() const;
+  Index max_target_tokens() const;
+  Index max_prompt_tokens() const;
+
+  // A limit on one input: at most `max_tokens` ids (0: the model's own limit above).
+  // Beyond it, an Error that names the limit; or, with `truncate`, the input cut to
+  // it: a source keeps its first tokens (the words a translation starts from) and its
+  // eos, a prompt its last tokens (the words a continuation follows) after its bos.
+  // Only as much of a long text is tokenized as the limit needs (encode_bounded).
+  struct InputLimit {
+    Index max_tokens = 0;
+    bool truncate = false;
+  };
+  struct TokenizedInput {
+    std::vector<int> ids;
+    bool truncated = false;  // cut to the limit (only with truncate)
+  };
+
+  // Text -> ids with eos appended, within the limit. Throws Error when the text breaks
+  // the input rule (tokenizer/input_text.h), is blank, or when there is no tokenizer.
+  std::vector<int> tokenize_source(std::string_view text) const;  // the model's limit
+  TokenizedInput tokenize_source(std::string_view text, const InputLimit& limit) const;
+  // Targets are scored whole, never cut: beyond `max_tokens` (0: the model's limit)
+  // they are an Error.
+  std::vector<int> tokenize_target(std::string_view text, Index max_tokens = 0) const;
   // A prompt for the decoder to continue: the target tokenizer's ids without eos,
-  // after bos_token_id when `add_bos` and the model has one. Empty text gives bos alone
+  // after bos_token_id when `add_bos` and the model has one. Blank text gives bos alone
   // (generation from scratch), or an error without bos.
-  std::vector<int> tokenize_prompt(std::string_view text, bool add_bos) const;
+  std::vector<int> tokenize_prompt(std::string_view text, bool add_bos) const;  // the model's limit
+  TokenizedInput tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit) const;
   // Ids -> text. Source: eos and pad are skipped. Target: up to the first eos (any of
   // the eos ids), with pad, bos and decoder_start skipped.
   std::string detokenize_source(std::span<const int> ids) const;

@@ -1,24 +1,30 @@
 #include "models/translator.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "engine/error.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo {
-
-namespace {
-
-bool blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
-}
-
-}  // namespace
 
 void TranslatorOptions::validate() const {
   decoding.validate();
   if (batch_size < 1) throw OptionError("batch_size", "must be at least 1, got " + std::to_string(batch_size));
   if (batch_size > 65536) throw OptionError("batch_size", "must be at most 65536, got " + std::to_string(batch_size));
+  check_max_input_tokens(max_input_tokens);
+}
+
+void check_max_input_tokens(Index max_input_tokens) {
+  if (max_input_tokens < 0 || max_input_tokens == 1)
+    throw OptionError("max_input_tokens", "must be 0 (the model's limit) or at least 2 (a token and the eos or bos "
+                                          "ordo adds), got " + std::to_string(max_input_tokens));
+}
+
+void check_max_input_tokens(Index max_input_tokens, Index model_limit, const std::string& what) {
+  if (max_input_tokens > model_limit)
+    throw OptionError("max_input_tokens", std::to_string(max_input_tokens) + " is more than this model reads: " +
+                                              std::to_string(model_limit) + " tokens per " + what +
+                                              " (0: that limit)");
 }
 
 const TranslatedHypothesis& Translation::best() const {
@@ -34,10 +40,11 @@ Translator::Translator(std::shared_ptr<const Model> model, TranslatorOptions opt
     throw Error(model_->directory().string(), "is a decoder-only model: it continues text rather than translating it",
                 "use ordo generate (ordo::Generator)");
   options_.validate();
+  check_max_input_tokens(options_.max_input_tokens, model_->max_source_tokens(), "source");
 }
 
 Translation Translator::translate(std::string_view text) const {
-  if (blank(text)) throw Error("input text", "is empty", "give a sentence to translate");
+  if (is_blank(text)) throw Error("input text", "is empty", "give a sentence to translate");
   const std::vector<std::string> one{std::string(text)};
   Translation result = std::move(translate_batch(one).front());
   if (!result.ok()) throw Error(result.error);
@@ -50,12 +57,14 @@ std::vector<Translation> Translator::translate_batch(std::span<const std::string
   for (std::size_t i = 0; i < lines.size(); ++i) {
     Translation& r = requests[i];
     r.source = lines[i];
-    if (blank(r.source)) {  // nothing to translate: an empty translation, not an error
+    if (is_blank(r.source)) {  // nothing to translate: an empty translation, not an error
       r.hypotheses.emplace_back().finished = true;
       continue;
     }
     try {
-      r.source_ids = model_->tokenize_source(r.source);
+      Model::TokenizedInput source = model_->tokenize_source(r.source, input_limit());
+      r.source_ids = std::move(source.ids);
+      r.truncated = source.truncated;
     } catch (const Error& e) {
       r.error = e.what();
     }
@@ -121,10 +130,13 @@ Scored Translator::score(std::string_view source, std::string_view target) const
       throw Error(side, e.what());
     }
   };
-  const std::vector<std::vector<int>> sources{tokenized("source", [&] { return model_->tokenize_source(source); })};
-  const std::vector<std::vector<int>> targets{tokenized("target", [&] { return model_->tokenize_target(target); })};
+  const Model::TokenizedInput cut = tokenized("source", [&] { return model_->tokenize_source(source, input_limit()); });
+  const std::vector<std::vector<int>> sources{cut.ids};
+  const std::vector<std::vector<int>> targets{
+      tokenized("target", [&] { return model_->tokenize_target(target, options_.max_input_tokens); })};
   Scored result = std::move(score_ids_batch(sources, targets).front());
   if (!result.ok()) throw Error(result.error);
+  result.truncated = cut.truncated;
   return result;
 }
 

@@ -84,7 +84,7 @@ TEST(Showcase, TranslateStreamsStdinLineByLine) {
     auto r = run_ordo(std::string("translate") + batch, input);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_EQ(r.out, "Katzen jagen Hunde\n\n\nHunde jagen Katzen\n");
-    EXPECT_NE(r.err.find("ordo: stdin line 3: encoder: the source of 4101 tokens is more than ordo's limit"),
+    EXPECT_NE(r.err.find("ordo: stdin line 3: input text: has more than 4096 tokens (eos included), ordo's limit"),
               std::string::npos) << r.err;
     EXPECT_NE(r.err.find("1 of 4 input lines failed"), std::string::npos) << r.err;
   }

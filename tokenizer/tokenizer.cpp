@@ -3,9 +3,9 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "engine/error.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo {
 
@@ -31,48 +31,63 @@ Tokenizer Tokenizer::load(const std::filesystem::path& path) {
 
 namespace {
 
-// The byte offset of the first byte that breaks UTF-8 (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF), or npos when the text is valid.
-std::size_t invalid_utf8_at(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char c = byte(i);
-    std::size_t length = 0;
-    unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
-    if (c < 0x80) length = 1;
-    else if (c >= 0xC2 && c <= 0xDF) length = 2;
-    else if (c == 0xE0) length = 3, low = 0xA0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) length = 3;
-    else if (c == 0xED) length = 3, high = 0x9F;
-    else if (c == 0xF0) length = 4, low = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) length = 4;
-    else if (c == 0xF4) length = 4, high = 0x8F;
-    else return i;
-    if (i + length > text.size()) return i;
-    for (std::size_t k = 1; k < length; ++k) {
-      const unsigned char next = byte(i + k);
-      if (k == 1 ? (next < low || next > high) : (next < 0x80 || next > 0xBF)) return i;
-    }
-    i += length;
-  }
-  return std::string_view::npos;
+// A window cut inside a word (a text with no space near the cut) may change the pieces
+// next to the cut; a window is trusted only when it gives this many ids beyond the ones
+// kept, so that those pieces are not among them.
+constexpr std::size_t kInsideWordMargin = 16;
+
+// The first window holds about this many bytes per wanted id: English text averages 4-6
+// bytes a piece, so one window is nearly always enough.
+constexpr std::size_t kBytesPerId = 8;
+
+void check_text(std::string_view text) {
+  check_input_text(text);
+  if (is_blank(text)) throw Error("input text", "is empty", "give some text");
 }
 
 }  // namespace
 
-std::vector<int> Tokenizer::encode(std::string_view text) const {
-  // SentencePiece would quietly turn bad bytes into U+FFFD and translate what is left.
-  if (const std::size_t at = invalid_utf8_at(text); at != std::string_view::npos)
-    throw Error("input text", "is not valid UTF-8 (byte " + std::to_string(at) + ")",
-                "convert the input to UTF-8, e.g. with iconv");
-  const bool blank = std::all_of(text.begin(), text.end(),
-                                 [](unsigned char c) { return std::isspace(c) != 0; });
-  if (blank) throw Error("input text", "is empty", "give a sentence to translate");
+std::vector<int> Tokenizer::encode_unchecked(std::string_view text) const {
   std::vector<int> ids;
   const auto status = processor_->Encode(text, &ids);
   if (!status.ok()) throw Error(path_.string(), "cannot tokenize the input: " + status.ToString());
   return ids;
+}
+
+std::vector<int> Tokenizer::encode(std::string_view text) const {
+  check_text(text);
+  std::vector<int> ids = encode_unchecked(text);
+  // Characters the normalizer drops (format characters, say) can leave nothing to read.
+  if (ids.empty()) throw Error("input text", "gives no tokens", "it holds only characters the tokenizer drops");
+  return ids;
+}
+
+Tokenizer::Bounded Tokenizer::encode_bounded(std::string_view text, Index max_ids, Keep keep) const {
+  if (max_ids < 0) throw Error("encode_bounded", "max_ids must be >= 0, got " + std::to_string(max_ids));
+  check_text(text);
+  const auto wanted = static_cast<std::size_t>(max_ids);
+  Bounded result;
+  for (std::size_t window = std::max<std::size_t>(1024, (wanted + kInsideWordMargin + 1) * kBytesPerId);;
+       window *= 2) {
+    if (window >= text.size()) {
+      result.ids = encode(text);
+      break;
+    }
+    bool inside_word = false;
+    const std::string_view part = keep == Keep::Start
+                                      ? text.substr(0, cut_before(text, window, inside_word))
+                                      : text.substr(cut_after(text, text.size() - window, inside_word));
+    result.ids = encode_unchecked(part);
+    if (result.ids.size() > wanted + (inside_word ? kInsideWordMargin : 0)) break;
+  }
+  if (result.ids.size() > wanted) {
+    result.more = true;
+    if (keep == Keep::Start)
+      result.ids.resize(wanted);
+    else
+      result.ids.erase(result.ids.begin(), result.ids.end() - static_cast<std::ptrdiff_t>(wanted));
+  }
+  return result;
 }
 
 void Tokenizer::check_ids(std::span<const int> ids) const {
