@@ -165,6 +165,8 @@ void setup_compare(CLI::App& app) {
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
+                    "a source, eos included", "its first tokens");
   add_common_options(*command, options->common);
   command->callback([options, command] {
     validate_flags(options->translator);

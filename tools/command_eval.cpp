@@ -115,6 +115,8 @@ void setup_eval(CLI::App& app) {
       "and corpus BLEU-4 (as sacreBLEU on already tokenized text).");
   command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
+                    "a source, eos included", "its first tokens");
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")
       ->check(CLI::Range(0, 1'000'000));
   add_common_options(*command, options->common);

@@ -8,8 +8,6 @@
 //
 // With greedy search or sampling (--beam 1) each token's text is printed and flushed as
 // soon as it is chosen; with beams, the result is printed when the search ends.
-#include <unistd.h>
-
 #include <iostream>
 #include <optional>
 #include <string>
@@ -19,6 +17,8 @@
 #include "models/generator.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/line_reader.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -32,6 +32,7 @@ struct GenerateOptions {
   std::optional<std::string> source;      // encoder-decoder models
   std::optional<std::string> source_ids;
   bool no_bos = false;
+  std::string input;   // --input FILE instead of stdin
   std::string output;
 };
 
@@ -53,6 +54,7 @@ nlohmann::json generation_json(const Generation& g, bool text, bool encoder_deco
   }
   if (text) j["prompt"] = g.prompt;
   j["prompt_ids"] = g.prompt_ids;
+  if (g.truncated) j["truncated"] = true;
   if (!g.ok()) {
     j["error"] = g.error;
     return j;
@@ -73,14 +75,15 @@ class GenerateCommand {
 
   void run() {
     if (options_.prompt_ids) return run_ids();
-    if (encoder_decoder_ && !options_.source && !options_.prompts.empty())
+    if (encoder_decoder_ && !options_.source)
       throw Error("generate", "this is an encoder-decoder model: it continues the translation of a source",
                   "give --source TEXT (the prompt is then the start of the translation)");
     if (!encoder_decoder_ && (options_.source || options_.source_ids))
       throw Error("generate", "this model is decoder-only: it reads no --source", "give the text as the prompt");
     if (!options_.prompts.empty()) return run_texts(options_.prompts, "prompt ");
-    if (encoder_decoder_) return run_texts({""}, "");  // --source alone: its translation
-    run_stdin();
+    // --source alone is its translation; with --input, each line is a start of it.
+    if (encoder_decoder_ && options_.input.empty()) return run_texts({""}, "");
+    run_stream();
   }
 
  private:
@@ -101,6 +104,7 @@ class GenerateCommand {
   bool print(const Generation& g, std::size_t index, const std::string& where, bool text) {
     const DecodingOptions& decoding = options_.generator.decoding;
     if (!g.ok()) std::cerr << "ordo: " << where << g.error << '\n';
+    warn_if_truncated(g, where);
     if (options_.common.json) {
       print_json_line(generation_json(g, text, encoder_decoder_, decoding), out_.stream());
       return g.ok();
@@ -109,7 +113,11 @@ class GenerateCommand {
       out_.stream() << '\n';
       return false;
     }
-    const auto shown = [&](const TranslatedHypothesis& h) { return text ? g.prompt + h.text : join_ids(h.ids); };
+    // A blank stream line was neither read nor continued: its answer is an empty line.
+    const bool blank = g.prompt_ids.empty() && g.source_ids.empty() && g.hypotheses.front().ids.empty();
+    const auto shown = [&](const TranslatedHypothesis& h) {
+      return blank ? std::string() : text ? g.prompt + h.text : join_ids(h.ids);
+    };
     if (decoding.n_best == 1)
       out_.stream() << shown(g.hypotheses.front()) << '\n';
     else
@@ -117,12 +125,28 @@ class GenerateCommand {
     return true;
   }
 
-  // One prompt, its text printed as it is generated.
+  void warn_if_truncated(const Generation& g, const std::string& where) const {
+    if (!g.truncated) return;
+    std::cerr << "ordo: " << where << "warning: cut to --max-input-tokens (--truncate): the model reads "
+              << g.prompt_ids.size() << " prompt tokens";
+    if (encoder_decoder_) std::cerr << " and " << g.source_ids.size() << " source tokens";
+    std::cerr << '\n';
+  }
+
+  // One prompt, its text printed as it is generated. A prompt that cannot be read (not
+  // UTF-8, too long) prints an empty line: it is checked before anything is printed.
   bool stream(const std::string& prompt, const std::string& where) {
     std::ostream& out = out_.stream();
+    Generation request = generator_.prepare(prompt, options_.source.value_or(""));
+    if (!request.ok()) {
+      out << '\n';
+      std::cerr << "ordo: " << where << request.error << '\n';
+      return false;
+    }
+    warn_if_truncated(request, where);
     out << prompt << std::flush;
     try {
-      generator_.generate(prompt, options_.source.value_or(""), [&](std::string_view text) { out << text << std::flush; });
+      generator_.generate(std::move(request), [&](std::string_view text) { out << text << std::flush; });
     } catch (const Error& e) {
       out << '\n';
       std::cerr << "ordo: " << where << e.what() << '\n';
@@ -165,35 +189,47 @@ class GenerateCommand {
     out_.check_written();
   }
 
-  // One prompt per line: streamed one at a time, or decoded a batch at a time.
-  void run_stdin() {
-    const bool terminal = ::isatty(STDIN_FILENO);
-    if (terminal) std::cerr << "ordo: reading prompts from the terminal, one per line (Ctrl-D ends)\n";
-    const std::size_t batch = streaming() || terminal ? 1 : static_cast<std::size_t>(options_.generator.batch_size);
-    std::size_t lines = 0, failures = 0;
+  // One prompt per line of stdin or --input: streamed one at a time, or decoded a batch
+  // at a time. A blank line is answered with an empty line, without generating: the
+  // output stays one line per input line (to generate from nothing, give "" as PROMPT).
+  void run_stream() {
+    LineReader in(options_.input);
+    if (in.from_terminal()) std::cerr << "ordo: reading prompts from the terminal, one per line (Ctrl-D ends)\n";
+    const std::size_t batch =
+        streaming() || in.from_terminal() ? 1 : static_cast<std::size_t>(options_.generator.batch_size);
+    std::size_t failures = 0;
     std::vector<std::string> pending;
-    std::string line;
-    bool more = true;
-    while (more) {
-      pending.clear();
-      while (pending.size() < batch && (more = static_cast<bool>(std::getline(std::cin, line)))) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        pending.push_back(line);
-      }
+    while (in.next_batch(batch, pending)) {
+      const std::size_t first = in.lines_read() - pending.size();
       if (streaming()) {
-        for (const std::string& prompt : pending) failures += !stream(prompt, "stdin line " + std::to_string(++lines) + ": ");
-      } else {
-        const std::vector<Generation> results = generator_.generate_batch(pending, {}, lines);
-        for (const Generation& g : results) {
-          ++lines;
-          failures += !print(g, lines - 1, "stdin line " + std::to_string(lines) + ": ", true);
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+          if (is_blank(pending[i]))
+            out_.stream() << '\n';
+          else
+            failures += !stream(pending[i], in.where(first + i + 1));
         }
+      } else {
+        std::vector<Generation> requests;
+        for (const std::string& line : pending) {
+          if (!is_blank(line)) {
+            requests.push_back(generator_.prepare(line, options_.source.value_or("")));
+            continue;
+          }
+          Generation& blank = requests.emplace_back();
+          blank.prompt = line;
+          blank.hypotheses.emplace_back().finished = true;
+        }
+        const std::vector<Generation> results = generator_.generate_prepared(std::move(requests), first);
+        for (std::size_t i = 0; i < results.size(); ++i)
+          failures += !print(results[i], first + i, in.where(first + i + 1), true);
       }
       out_.check_written();
     }
-    if (std::cin.bad()) throw Error("stdin", "reading failed after line " + std::to_string(lines));
+    in.check_read();
     if (failures > 0)
-      throw Error("generate", std::to_string(failures) + " of " + std::to_string(lines) + " prompts failed");
+      throw Error("generate", std::to_string(failures) + " of " + std::to_string(in.lines_read()) +
+                                  " prompts failed (each is reported above; its output line is " +
+                                  (options_.common.json ? "an \"error\" object)" : "empty)"));
   }
 
   const GenerateOptions& options_;
@@ -214,7 +250,11 @@ void setup_generate(CLI::App& app) {
       "the translation of --source. Greedy by default, beams with --beam, sampling with\n"
       "--sample. With --beam 1 each token's text is printed as soon as it is chosen.\n"
       "--max-length counts generated tokens; generation stops at eos. With no PROMPT,\n"
-      "reads one prompt per line from stdin.");
+      "reads one prompt per line from stdin (or --input) and writes one line per input\n"
+      "line: a blank line gives an empty line; a line that fails (not UTF-8, a NUL or\n"
+      "another control character but tab, more than --max-input-tokens) gives an empty\n"
+      "line (an \"error\" object with --json), is reported on stderr with its line number,\n"
+      "the other lines go on, and the exit code at the end is 1.");
   command->add_option("prompt", options->prompts, "Text to continue (several: one after another)");
   command->add_option("--prompt-ids", options->prompt_ids,
                       "Continue token ids instead of text, e.g. \"1 5 9\" (used as given: no bos added)")
@@ -224,8 +264,14 @@ void setup_generate(CLI::App& app) {
   command->add_option("--source-ids", options->source_ids, "Encoder-decoder models: the source as ids (with --prompt-ids)")
       ->needs(command->get_option("--prompt-ids"));
   command->add_flag("--no-bos", options->no_bos, "Do not put bos_token_id before a text prompt");
+  command->add_option("--input", options->input, "Read prompts from FILE instead of stdin, one per line")
+      ->excludes(command->get_option("prompt"))
+      ->excludes(command->get_option("--prompt-ids"));
   command->add_option("--output", options->output, "Write to FILE instead of stdout");
   add_decoding_options(*command, options->generator.decoding, options->generator.batch_size, "prompt");
+  add_input_options(*command, options->generator.max_input_tokens, options->generator.truncate,
+                    "a prompt, bos included (and of a --source, eos included)",
+                    "a prompt's last tokens (a source's first)");
   add_common_options(*command, options->common);
   command->callback([options] {
     validate_flags(options->generator);

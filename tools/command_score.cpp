@@ -26,6 +26,8 @@ struct ScoreOptions {
   std::string source_ids;
   std::string target_ids;
   bool no_bos = false;
+  Index max_input_tokens = 0;
+  bool truncate = false;
 };
 
 // "--target: input text: is empty ..." rather than "target: ...": name the flag at fault.
@@ -39,8 +41,14 @@ Scored score_alone(const std::shared_ptr<const Model>& model, const ScoreOptions
   if (has_source)
     throw Error("score", "this model is decoder-only: it scores a text on its own, without --source",
                 "give only --target (or --target-ids)");
+  // Nothing here may be cut: the target is the whole input, and a cut one would be
+  // scored as another text.
+  if (options.truncate)
+    throw CLI::ValidationError("--truncate", "a decoder-only model scores --target alone, and a target is never cut "
+                                             "(it would be scored as another text); shorten it instead");
   GeneratorOptions generator_options;
   generator_options.add_bos = !options.no_bos;
+  generator_options.max_input_tokens = options.max_input_tokens;
   const Generator generator(model, generator_options);
   if (text) {
     try {
@@ -59,7 +67,10 @@ Scored score_pair(const std::shared_ptr<const Model>& model, const ScoreOptions&
   if (!has_source)
     throw Error("score", "this is an encoder-decoder model: it scores a target given a source",
                 "give --source with --target (or --source-ids with --target-ids)");
-  const Translator translator(model);
+  TranslatorOptions translator_options;
+  translator_options.max_input_tokens = options.max_input_tokens;
+  translator_options.truncate = options.truncate;
+  const Translator translator(model, translator_options);
   if (text) {
     try {
       return translator.score(options.source, options.target);
@@ -82,8 +93,12 @@ void run_score(const ScoreOptions& options, bool text, bool has_source) {
   const std::vector<float>& logprobs = scored.token_logprobs;
   const double total = scored.score;
 
+  if (scored.truncated)
+    std::cerr << "ordo: warning: --source was cut to --max-input-tokens, its first tokens and eos (--truncate)\n";
   if (options.common.json) {
-    print_json_line({{"token_logprobs", logprobs}, {"logprob", total}, {"target_ids", target}});
+    nlohmann::json result = {{"token_logprobs", logprobs}, {"logprob", total}, {"target_ids", target}};
+    if (scored.truncated) result["truncated"] = true;
+    print_json_line(result);
     return;
   }
   std::vector<std::string> pieces;
@@ -113,7 +128,9 @@ void setup_score(CLI::App& app) {
       "Score a target under the model (teacher forcing): the log-probability of each\n"
       "target token and their sum. Text targets get eos appended. An encoder-decoder\n"
       "model scores --target given --source; a decoder-only model scores --target alone\n"
-      "(bos first unless --no-bos), each token given the ones before it.");
+      "(bos first unless --no-bos), each token given the ones before it. Text follows\n"
+      "the rules of translate: UTF-8 without control characters but tab, within\n"
+      "--max-input-tokens; --truncate cuts only a source, never a target.");
   CLI::Option* source = command->add_option("--source", options->source, "Source sentence");
   CLI::Option* target = command->add_option("--target", options->target, "Target sentence");
   CLI::Option* source_ids =
@@ -125,8 +142,12 @@ void setup_score(CLI::App& app) {
   command->add_flag("--no-bos", options->no_bos, "Decoder-only models: do not put bos before a text target");
   source->excludes(source_ids)->excludes(target_ids);
   target->excludes(source_ids)->excludes(target_ids);
+  add_input_options(*command, options->max_input_tokens, options->truncate,
+                    "--source and of --target, eos included",
+                    "the first tokens of --source (a target is never cut: it would be scored as another text)");
   add_common_options(*command, options->common);
   command->callback([options, command] {
+    check_max_input_tokens(options->max_input_tokens);
     // Both halves of a pair, and not both pairs, are enforced by CLI11 (needs/excludes).
     const bool text = given(*command, "--target");
     if (!text && !given(*command, "--target-ids"))

@@ -5,9 +5,6 @@
 //   ordo translate --beam 4 --n-best 3 "cats chase dogs" -> three scored hypotheses
 //   ordo translate < file.txt > out.txt                  -> a line out per line in, a batch at a time
 //   ordo translate --source-ids "5 8 2"                  -> ids in, ids out (no tokenizer needed)
-#include <unistd.h>
-
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -16,6 +13,7 @@
 #include "engine/error.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/line_reader.h"
 
 namespace ordo::tools {
 
@@ -46,6 +44,7 @@ nlohmann::json translation_json(const Translation& t, bool text, const DecodingO
   nlohmann::json j;
   if (text) j["source"] = t.source;
   j["source_ids"] = t.source_ids;
+  if (t.truncated) j["truncated"] = true;
   if (!t.ok()) {
     j["error"] = t.error;
     return j;
@@ -63,6 +62,9 @@ bool print_translation(const Translation& t, std::size_t index, const std::strin
                        const TranslateOptions& options, bool text, std::ostream& out) {
   const DecodingOptions& decoding = options.translator.decoding;
   if (!t.ok() && !where.empty()) std::cerr << "ordo: " << where << t.error << '\n';
+  if (t.truncated)
+    std::cerr << "ordo: " << where << "warning: the source was cut to its first " << t.source_ids.size()
+              << " tokens, eos included (--truncate)\n";
   if (options.common.json) {
     print_json_line(translation_json(t, text, decoding), out);
     return t.ok();
@@ -82,39 +84,22 @@ bool print_translation(const Translation& t, std::size_t index, const std::strin
 // Lines from stdin or --input, a batch at a time, each answered in input order before
 // the next batch is read: memory stays bounded however long the input.
 void translate_stream(const Translator& translator, const TranslateOptions& options, Output& out) {
-  std::ifstream file;
-  if (!options.input.empty()) {
-    file.open(options.input);
-    if (!file) throw Error(options.input, "cannot open the input file");
-  }
-  std::istream& in = options.input.empty() ? std::cin : file;
-  const bool terminal = options.input.empty() && ::isatty(STDIN_FILENO);
-  if (terminal)  // a person typing: answer every line at once rather than per batch
+  LineReader in(options.input);
+  if (in.from_terminal())  // a person typing: answer every line at once rather than per batch
     std::cerr << "ordo: reading sentences from the terminal, one per line (Ctrl-D ends)\n";
-  const std::size_t batch = terminal ? 1 : static_cast<std::size_t>(options.translator.batch_size);
-  const std::string name = options.input.empty() ? "stdin" : options.input;
-
-  std::size_t lines = 0, failures = 0;
+  const std::size_t batch = in.from_terminal() ? 1 : static_cast<std::size_t>(options.translator.batch_size);
+  std::size_t failures = 0;
   std::vector<std::string> pending;
-  std::string line;
-  bool more = true;
-  while (more) {
-    pending.clear();
-    while (pending.size() < batch && (more = static_cast<bool>(std::getline(in, line)))) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();  // files saved on Windows
-      pending.push_back(line);
-    }
-    const std::vector<Translation> results = translator.translate_batch(pending, lines);
-    for (const Translation& t : results) {
-      ++lines;
-      if (!print_translation(t, lines - 1, name + " line " + std::to_string(lines) + ": ", options, true, out.stream()))
-        ++failures;
-    }
+  while (in.next_batch(batch, pending)) {
+    const std::size_t first = in.lines_read() - pending.size();
+    const std::vector<Translation> results = translator.translate_batch(pending, first);
+    for (std::size_t i = 0; i < results.size(); ++i)
+      failures += !print_translation(results[i], first + i, in.where(first + i + 1), options, true, out.stream());
     out.check_written();
   }
-  if (in.bad()) throw Error(name, "reading failed after line " + std::to_string(lines));
+  in.check_read();
   if (failures > 0)
-    throw Error("translate", std::to_string(failures) + " of " + std::to_string(lines) +
+    throw Error("translate", std::to_string(failures) + " of " + std::to_string(in.lines_read()) +
                                  " input lines failed (each is reported above; its output line is " +
                                  (options.common.json ? "an \"error\" object)" : "empty)"));
 }
@@ -154,8 +139,10 @@ void setup_translate(CLI::App& app) {
       "Translate sentences: greedy by default, beam search with --beam, sampling with\n"
       "--sample. Each TEXT argument is one sentence; with none, reads one sentence per\n"
       "line from stdin (or --input) and writes one line per input line, in order, a batch\n"
-      "at a time. An empty line gives an empty line; a line that fails gives an empty\n"
-      "line (an \"error\" object with --json), is reported on stderr, and the exit code is 1.");
+      "at a time. A blank line gives an empty line; a line that fails (not UTF-8, a NUL or\n"
+      "another control character but tab, more than --max-input-tokens) gives an empty\n"
+      "line (an \"error\" object with --json), is reported on stderr with its line number,\n"
+      "the other lines go on, and the exit code at the end is 1.");
   command->add_option("text", options->texts, "Sentences to translate");
   command->add_option("--source-ids", options->source_ids,
                       "Translate token ids instead of text, e.g. \"5 8 2\" (include eos); "
@@ -166,6 +153,8 @@ void setup_translate(CLI::App& app) {
       ->excludes(command->get_option("--source-ids"));
   command->add_option("--output", options->output, "Write to FILE instead of stdout");
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
+                    "a source, eos included", "its first tokens");
   add_common_options(*command, options->common);
   command->callback([options] {
     validate_flags(options->translator);

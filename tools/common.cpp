@@ -1,5 +1,8 @@
 #include "tools/common.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <iomanip>
 
 #include <cstdlib>
@@ -9,6 +12,7 @@
 
 #include "engine/blas.h"
 #include "engine/error.h"
+#include "engine/limits.h"
 #include "engine/transformer.h"
 
 namespace ordo::tools {
@@ -29,14 +33,8 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Model directory: config.json, model.safetensors, tokenizer.model "
                      "($ORDO_MODEL overrides the default)")
       ->capture_default_str();
+  // Not a number, or not a whole one, is caught for every flag by require_plain_numbers.
   command.add_option("-t,--threads", options.threads, "Threads ordo computes with (0: every core)")
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            return text.find_first_not_of("0123456789") == std::string::npos && !text.empty()
-                       ? std::string()
-                       : "expected a whole number of threads, got \"" + text + "\"";
-          },
-          "INT", "whole number"))
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
@@ -88,10 +86,45 @@ void add_decoding_options(CLI::App& command, DecodingOptions& d, Index& batch_si
       "Penalize tokens already in the output: logit / R if positive, x R if negative (1: off)", output);
 }
 
-void rethrow_as_usage_error(const OptionError& e) {
+void add_input_options(CLI::App& command, Index& max_input_tokens, bool& truncate, const std::string& limited,
+                       const std::string& cut) {
+  flag_of_field()["max_input_tokens"] = "--max-input-tokens";
+  flag_of_field()["truncate"] = "--truncate";
+  command
+      .add_option("--max-input-tokens", max_input_tokens,
+                  "Most tokens of " + limited + "; a longer one is an error for its line (0: the model's limit: "
+                  "a learned position table's size, else " + std::to_string(kMaxSequenceLength) + ")")
+      ->capture_default_str()
+      ->group("Input");
+  command
+      .add_flag("--truncate", truncate,
+                "Beyond --max-input-tokens, keep " + cut + " instead of failing; each cut line is "
+                "warned about on stderr and marked \"truncated\": true with --json")
+      ->group("Input");
+}
+
+std::string flag_of(const std::string& field) {
   const auto& flags = flag_of_field();
-  const auto flag = flags.find(e.field());
-  throw CLI::ValidationError(flag != flags.end() ? flag->second : e.field(), e.problem());
+  const auto flag = flags.find(field);
+  return flag != flags.end() ? flag->second : field;
+}
+
+void rethrow_as_usage_error(const OptionError& e) { throw CLI::ValidationError(flag_of(e.field()), e.problem()); }
+
+namespace {
+
+// A pipe whose reader has gone polls as an error on the writing end (Linux), however
+// long ago the failed write was: errno from that write may be long overwritten.
+bool reader_gone(int fd) {
+  pollfd poll_fd{fd, POLLOUT, 0};
+  return ::poll(&poll_fd, 1, 0) == 1 && (poll_fd.revents & POLLERR) != 0;
+}
+
+}  // namespace
+
+void throw_write_failure(const std::string& name) {
+  if (name == "stdout" && reader_gone(STDOUT_FILENO)) throw OutputClosed();
+  throw Error(name, "writing the output failed", "is the disk full, or the pipe closed?");
 }
 
 Output::Output(const std::string& path) : name_(path.empty() ? "stdout" : path), stream_(&std::cout) {
@@ -103,7 +136,7 @@ Output::Output(const std::string& path) : name_(path.empty() ? "stdout" : path),
 
 void Output::check_written() {
   stream_->flush();
-  if (!*stream_) throw Error(name_, "writing the output failed", "is the disk full, or the pipe closed?");
+  if (!*stream_) throw_write_failure(name_);
 }
 
 std::shared_ptr<const Model> load_model(const CommonOptions& options,

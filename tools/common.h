@@ -34,6 +34,16 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 void add_decoding_options(CLI::App& command, DecodingOptions& decoding, Index& batch_size,
                           const std::string& unit = "sentence");
 
+// Adds --max-input-tokens and --truncate (group "Input"), bound to an options struct's
+// max_input_tokens and truncate. `limited` says what the limit counts ("a source, eos
+// included"); `cut` what --truncate keeps ("its first tokens").
+void add_input_options(CLI::App& command, Index& max_input_tokens, bool& truncate, const std::string& limited,
+                       const std::string& cut);
+
+// The flag of an options field ("beam_size" -> "--beam"), or the field itself when no
+// command registered one.
+std::string flag_of(const std::string& field);
+
 // Runs an options struct's validate(), with a bad field reported as a usage error
 // (exit 2) that names its flag: "--beam: must be at least 1 (1: greedy), got 0".
 template <class Options>
@@ -49,8 +59,21 @@ void validate_flags(const Options& options) {
   }
 }
 
+// Thrown when the reader of stdout went away (`ordo translate < big | head -1`). A Unix
+// tool is then killed by SIGPIPE without a word; when SIGPIPE is ignored (some parents
+// do that) ordo ends the same way: exit 1, no message (main() catches it).
+class OutputClosed : public Error {
+ public:
+  OutputClosed() : Error("stdout", "the reader closed the pipe") {}
+};
+
+// Throws OutputClosed when `name` is stdout and its reader is gone, else Error: "writing
+// the output failed".
+[[noreturn]] void throw_write_failure(const std::string& name);
+
 // Opens --output FILE, or stdout when `path` is empty; throws Error naming the file.
-// `check_written` throws Error when an earlier write to it failed (a full disk).
+// `check_written` throws (throw_write_failure) when an earlier write to it failed: a
+// full disk, a closed pipe.
 class Output {
  public:
   explicit Output(const std::string& path);

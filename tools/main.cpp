@@ -1,12 +1,16 @@
 // ordo: translate, score and inspect encoder-decoder Transformers from the terminal.
 //
 // Exit codes: 0 success; 2 usage error (bad flag, missing argument); 1 anything else,
-// with one line on stderr saying what went wrong and what to do.
+// with one line on stderr saying what went wrong and what to do (a stream mode has
+// reported each failed line on its own first), or without a word when the reader of
+// stdout went away.
 #include <iostream>
 #include <string>
 
 #include "engine/error.h"
 #include "tools/commands.h"
+#include "tools/common.h"
+#include "tools/number_flags.h"
 
 namespace {
 
@@ -51,13 +55,14 @@ int main(int argc, char** argv) {
   ordo::tools::setup_compare(app);
   ordo::tools::setup_eval(app);
   ordo::tools::setup_bench(app);
+  ordo::tools::require_plain_numbers(app);
 
   try {
     app.parse(argc, argv);
     // A command's last words may still sit in the buffer: a full disk or a closed pipe
     // must not pass for success.
     std::cout.flush();
-    if (!std::cout) throw ordo::Error("stdout", "writing the output failed", "is the disk full, or the pipe closed?");
+    if (!std::cout) ordo::tools::throw_write_failure("stdout");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -66,6 +71,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << usage_error(app, e, argc, argv) << '\n';
+    return 2;
+  } catch (const ordo::tools::OutputClosed&) {
+    return 1;  // the reader has all it wanted: quiet, as SIGPIPE would have been
+  } catch (const ordo::OptionError& e) {
+    // A value the model cannot take (--max-input-tokens beyond its positions, say) is
+    // found only once the model is loaded, but it is the flag's fault all the same.
+    std::cerr << usage_error(app, CLI::ValidationError(ordo::tools::flag_of(e.field()), e.problem()), argc, argv)
+              << '\n';
     return 2;
   } catch (const ordo::Error& e) {
     std::cerr << "ordo: " << e.what() << '\n';
