@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/blas.h"
 #include "engine/error.h"
 
 namespace ordo {
@@ -24,7 +25,28 @@ void apply_causal_mask(Index first_query_step, MatrixRef scores) {
   }
 }
 
+// Runs attend(s, scores) for every sequence s of `rows`, the sequences shared out among
+// the threads (each with its own scores matrix): a decode step of a batch has a few
+// thousand multiply-adds per sequence and head, which one thread took a tenth of the
+// step to do alone while the others waited.
+template <class Attend>
+void for_each_sequence(const BatchRows& rows, Index keys_per_sequence, Index width, AttentionScratch& scratch,
+                       const Attend& attend) {
+  const auto parts = static_cast<std::size_t>(blas::max_parts());
+  if (scratch.scores.size() < parts) scratch.scores.resize(parts);  // only when the threads change
+  const Index work = std::max<Index>(1, rows.rows_per_sequence * keys_per_sequence * width * 2);
+  blas::parallel_for(rows.sequences(), work, [&](Index first, Index count, int part) {
+    Matrix& scores = scratch.scores[static_cast<std::size_t>(part)];
+    for (Index s = first; s < first + count; ++s) attend(s, scores);
+  });
+}
+
 }  // namespace
+
+void AttentionScratch::reserve_scores(Index elements) {
+  scores.resize(std::max<std::size_t>(scores.size(), static_cast<std::size_t>(blas::max_parts())));
+  for (Matrix& m : scores) m.reserve(elements);
+}
 
 void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
                                   Index heads, const AttentionMask& mask, const ScoreBias* bias,
@@ -81,19 +103,19 @@ void MultiHeadAttention::project_self(ConstMatrixRef x, const BatchRows& rows,
 void MultiHeadAttention::self_attention(ConstMatrixRef x, const BatchRows& rows,
                                         AttentionScratch& scratch, MatrixRef out) const {
   project_self(x, rows, scratch);
-  for (Index s = 0; s < rows.sequences(); ++s) {
+  for_each_sequence(rows, rows.rows_per_sequence, model_dim(), scratch, [&](Index s, Matrix& scores) {
     // Keys are the sequence's own real rows: its padding is outside the window.
     const Index length = rows.length(s);
     if (length == 0) {  // nothing real in this sequence: no keys, a zero context
       rows.of(scratch.context.view(), s).fill(0.0f);
-      continue;
+      return;
     }
     const ConstMatrixRef keys = rows.of(scratch.keys.view(), s).row_block(0, length);
     const ConstMatrixRef values = rows.of(scratch.values.view(), s).row_block(0, length);
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), keys, values, heads_,
-                                 AttentionMask{false, rows.first_step(s)}, bias_.get(),
-                                 scratch.scores, rows.of(scratch.context.view(), s));
-  }
+                                 AttentionMask{false, rows.first_step(s)}, bias_.get(), scores,
+                                 rows.of(scratch.context.view(), s));
+  });
   ops::linear(scratch.context, weights_.out, out);
 }
 
@@ -104,6 +126,7 @@ void MultiHeadAttention::cached_self_attention(ConstMatrixRef x, const BatchRows
   if (static_cast<Index>(slots.size()) != rows.sequences())
     throw Error("self-attention", std::to_string(slots.size()) + " cache slots for " +
                                       std::to_string(rows.sequences()) + " sequences");
+  // The fresh K/V rows join each sequence's history, then every query reads it.
   for (Index s = 0; s < rows.sequences(); ++s) {
     const Index slot = slots[static_cast<std::size_t>(s)];
     const Index first = rows.first_step(s);
@@ -114,25 +137,28 @@ void MultiHeadAttention::cached_self_attention(ConstMatrixRef x, const BatchRows
                                   std::to_string(cache.slots()) + " slots x " +
                                   std::to_string(cache.capacity()) + " steps",
                   "a bug in the caller: the decoder state was sized too small");
-    // The fresh K/V rows join the sequence's history, then every query reads it.
     const auto fresh_keys = rows.of(scratch.keys.view(), s).row_block(0, length);
     const auto fresh_values = rows.of(scratch.values.view(), s).row_block(0, length);
     for (Index t = 0; t < length; ++t) {
       std::ranges::copy(fresh_keys.row(t), cache.keys(slot, first + t, 1).data());
       std::ranges::copy(fresh_values.row(t), cache.values(slot, first + t, 1).data());
     }
+  }
+  const Index typical_keys = rows.sequences() > 0 ? rows.first_step(0) + rows.rows_per_sequence : 0;
+  for_each_sequence(rows, typical_keys, model_dim(), scratch, [&](Index s, Matrix& scores) {
     // Causal: row t sees the history up to its own step; padding rows see all of it.
-    const Index visible = first + length;
+    const Index slot = slots[static_cast<std::size_t>(s)];
+    const Index first = rows.first_step(s);
+    const Index visible = first + rows.length(s);
     const MatrixRef context = rows.of(scratch.context.view(), s);
     if (visible == 0) {  // nothing real in this sequence: no keys, a zero context
       context.fill(0.0f);
-      continue;
+      return;
     }
-    scaled_dot_product_attention(rows.of(scratch.queries.view(), s),
-                                 std::as_const(cache).keys(slot, 0, visible),
-                                 std::as_const(cache).values(slot, 0, visible), heads_,
-                                 AttentionMask{true, first}, bias_.get(), scratch.scores, context);
-  }
+    scaled_dot_product_attention(rows.of(scratch.queries.view(), s), std::as_const(cache).keys(slot, 0, visible),
+                                 std::as_const(cache).values(slot, 0, visible), heads_, AttentionMask{true, first},
+                                 bias_.get(), scores, context);
+  });
   ops::linear(scratch.context, weights_.out, out);
 }
 
@@ -155,13 +181,14 @@ void MultiHeadAttention::cross_attention(ConstMatrixRef x, const BatchRows& rows
   scratch.queries.resize(x.rows(), model_dim());
   ops::linear(x, weights_.q, scratch.queries);
   scratch.context.resize(x.rows(), model_dim());
-  for (Index s = 0; s < rows.sequences(); ++s) {
+  const Index typical_keys = memory.capacity();
+  for_each_sequence(rows, typical_keys, model_dim(), scratch, [&](Index s, Matrix& scores) {
     const Index source = index.source_of[static_cast<std::size_t>(s)];
     const Index length = index.source_lengths[static_cast<std::size_t>(source)];
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), memory.keys(source, 0, length),
-                                 memory.values(source, 0, length), heads_, AttentionMask{},
-                                 nullptr, scratch.scores, rows.of(scratch.context.view(), s));
-  }
+                                 memory.values(source, 0, length), heads_, AttentionMask{}, nullptr, scores,
+                                 rows.of(scratch.context.view(), s));
+  });
   ops::linear(scratch.context, weights_.out, out);
 }
 

@@ -24,6 +24,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "engine/batch.h"
 #include "engine/kv_cache.h"
@@ -45,7 +46,12 @@ struct AttentionScratch {
   Matrix keys;     // [S*T, kv]: fresh self-attention K before they join the cache
   Matrix values;   // [S*T, kv]
   Matrix context;  // [S*T, d]
-  Matrix scores;   // [T, Tk]: one sequence and head at a time
+  // [T, Tk]: one sequence and head at a time, one matrix per thread (sequences are
+  // shared out among the threads).
+  std::vector<Matrix> scores;
+
+  // Room for `elements` scores in every thread's matrix, so that no step allocates.
+  void reserve_scores(Index elements);
 };
 
 // The attention core for one sequence, all heads: q [Tq, H*dh], k and v [Tk, Hkv*dh]

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -51,7 +52,7 @@ std::shared_ptr<ThreadPool> pool() {
 }
 
 // Splits [0, count) into the pool's parts, in multiples of `unit`, and runs
-// task(first, count) on each non-empty part.
+// task(first, count, part) on each non-empty part.
 template <class Task>
 void split(ThreadPool& workers, Index count, Index unit, const Task& task) {
   const Index parts = workers.threads();
@@ -59,7 +60,7 @@ void split(ThreadPool& workers, Index count, Index unit, const Task& task) {
   workers.run([&](int part) {
     const Index first = std::min(count, part * per_part);
     const Index last = part + 1 == parts ? count : std::min(count, first + per_part);
-    if (last > first) task(first, last - first);
+    if (last > first) task(first, last - first, part);
   });
 }
 
@@ -72,24 +73,26 @@ std::shared_ptr<ThreadPool> workers_for(Index work, Index threshold) {
 
 // c [1, n] = alpha * a [1, k] b^T + beta * c, rows of b split across the pool's threads
 // in blocks of 16 rows (whole cache lines of c), each thread writing its own part.
-void matvec(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
-  const auto stream = [&](Index first, Index count) {
+void matvec(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta, const Epilogue* epilogue) {
+  const auto stream = [&](Index first, Index count, int) {
     kernels::matvec(b.data() + first * b.stride(), count, b.cols(), b.stride(), a.data(), c.data() + first, alpha, beta);
+    if (epilogue) (*epilogue)(c.col_block(first, count), first);
   };
   const std::shared_ptr<ThreadPool> workers = workers_for(b.rows() * b.cols(), kParallelWeights);
-  if (!workers) return stream(0, b.rows());
+  if (!workers) return stream(0, b.rows(), 0);
   split(*workers, b.rows(), 16, stream);
 }
 
 // c [m, n] = alpha * a [m, k] b^T + beta * c for a few rows of a: ordo's kernel reads
 // each row of b once for all m rows (sgemm would pack b first), split like matvec.
-void small_gemm(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
-  const auto stream = [&](Index first, Index count) {
+void small_gemm(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta, const Epilogue* epilogue) {
+  const auto stream = [&](Index first, Index count, int) {
     kernels::small_gemm_nt(a.data(), a.rows(), a.stride(), b.data() + first * b.stride(), count, b.cols(), b.stride(),
                            c.data() + first, c.stride(), alpha, beta);
+    if (epilogue) (*epilogue)(c.col_block(first, count), first);
   };
   const std::shared_ptr<ThreadPool> workers = workers_for(b.rows() * b.cols(), kParallelWeights);
-  if (!workers) return stream(0, b.rows());
+  if (!workers) return stream(0, b.rows(), 0);
   split(*workers, b.rows(), 48, stream);  // whole blocks of 3 rows, whole cache lines of c
 }
 
@@ -101,6 +104,22 @@ void sgemm(CBLAS_TRANSPOSE transpose_b, ConstMatrixRef a, ConstMatrixRef b, Matr
   cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b, narrow(c.rows()), narrow(c.cols()), narrow(a.cols()), alpha,
               a.data(), narrow(a.stride()), b.data(), narrow(b.stride()), beta, c.data(), narrow(c.stride()));
 }
+// gemm_nt with an optional epilogue.
+void multiply_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta, const Epilogue* epilogue) {
+  assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
+  if (c.empty()) return;
+  if (a.rows() == 1) return matvec(a, b, c, alpha, beta, epilogue);
+  if (a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights)
+    return small_gemm(a, b, c, alpha, beta, epilogue);
+  // Threads take slices of b's rows (c's columns): each slice is a whole GEMM.
+  const auto slice = [&](Index first, Index count, int) {
+    sgemm(CblasTrans, a, b.row_block(first, count), c.col_block(first, count), alpha, beta);
+    if (epilogue) (*epilogue)(c.col_block(first, count), first);
+  };
+  const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
+  if (!workers) return slice(0, b.rows(), 0);
+  split(*workers, b.rows(), 16, slice);
+}
 }  // namespace
 
 // One row times a matrix is a matrix-vector product. sgemm would first pack the whole
@@ -109,16 +128,11 @@ void sgemm(CBLAS_TRANSPOSE transpose_b, ConstMatrixRef a, ConstMatrixRef b, Matr
 // of the time. ordo's own kernel streams the matrix once, at the memory bandwidth
 // (engine/matvec.h), which OpenBLAS's sgemv reaches only half of.
 void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
-  assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
-  if (c.empty()) return;
-  if (a.rows() == 1) return matvec(a, b, c, alpha, beta);
-  if (a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights) return small_gemm(a, b, c, alpha, beta);
-  // Threads take slices of b's rows (c's columns): each slice is a whole GEMM.
-  const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
-  if (!workers) return sgemm(CblasTrans, a, b, c, alpha, beta);
-  split(*workers, b.rows(), 16, [&](Index first, Index count) {
-    sgemm(CblasTrans, a, b.row_block(first, count), c.col_block(first, count), alpha, beta);
-  });
+  multiply_nt(a, b, c, alpha, beta, nullptr);
+}
+
+void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, Epilogue epilogue) {
+  multiply_nt(a, b, c, 1.0f, 0.0f, &epilogue);
 }
 
 void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
@@ -130,10 +144,31 @@ void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float
   }
   const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
   if (!workers) return sgemm(CblasNoTrans, a, b, c, alpha, beta);
-  split(*workers, b.cols(), 16, [&](Index first, Index count) {
+  split(*workers, b.cols(), 16, [&](Index first, Index count, int) {
     sgemm(CblasNoTrans, a, b.col_block(first, count), c.col_block(first, count), alpha, beta);
   });
 }
+
+void parallel_for(Index count, Index work_per_item, FunctionRef<void(Index first, Index count, int part)> task) {
+  if (count <= 0) return;
+  const std::shared_ptr<ThreadPool> workers = count > 1 ? workers_for(count * work_per_item, kParallelWeights) : nullptr;
+  if (!workers) return task(0, count, 0);
+  // An exception must not leave a worker thread (that would end the process): the
+  // first one is carried back to the caller.
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  split(*workers, count, 1, [&](Index first, Index part_count, int part) {
+    try {
+      task(first, part_count, part);
+    } catch (...) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  });
+  if (failure) std::rethrow_exception(failure);
+}
+
+int max_parts() { return pool()->threads(); }
 
 void prepare() { pool(); }
 

@@ -160,7 +160,7 @@ void Decoder::open(DecoderState& state, const EncoderOutput* memory, std::span<c
   for (Matrix* m : {&state.attention_.queries, &state.attention_.context}) m->reserve(rows * widest_query);
   state.attention_.keys.reserve(rows * widest_kv);
   state.attention_.values.reserve(rows * widest_kv);
-  state.attention_.scores.reserve(std::max(max_steps, memory != nullptr ? memory->rows_per_source : 0));
+  state.attention_.reserve_scores(std::max(max_steps, memory != nullptr ? memory->rows_per_source : 0));
   state.capacity_ = max_steps;
   blas::prepare();
 }

@@ -30,8 +30,7 @@ class FeedForward {
 
   void forward(ConstMatrixRef x, FeedForwardScratch& scratch, MatrixRef out) const {
     scratch.hidden.resize(x.rows(), hidden_dim());
-    ops::linear(x, first_, scratch.hidden);
-    ops::activate(activation_, scratch.hidden);
+    ops::linear(x, first_, activation_, scratch.hidden);
     if (kind_ == FeedForwardKind::Gated) {
       scratch.up.resize(x.rows(), hidden_dim());
       ops::linear(x, up_, scratch.up);

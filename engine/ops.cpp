@@ -51,7 +51,10 @@ float row_max(const float* row, Index n) {
 
 namespace ops {
 
-void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
+namespace {
+
+// The checks of linear(): weight [out, in], x [T, in], y [T, out], bias [out] if any.
+void check_linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
   const TensorView& w = layer.weight;
   if (w.empty() || w.rank() != 2)
     throw Error("linear", "weight " + shape_of(w) + " is not a matrix [out, in]");
@@ -66,10 +69,26 @@ void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
   if (y.rows() != x.rows() || y.cols() != out)
     throw Error("linear", shapes() + ": output must be " + to_string(Shape{x.rows(), out}));
   if (!layer.bias.empty()) check_vector("linear", "bias", layer.bias, out, "weight", w);
+}
 
-  // x [T,in] x W^T [in,out] -> y [T,out]
-  blas::gemm_nt(x, w.matrix(), y);
-  if (!layer.bias.empty()) add_row_vector(y, layer.bias.vector());
+// x [T,in] x W^T [in,out] -> y [T,out], then bias and activation on each block of y's
+// columns [first, first + block.cols()) where the product wrote it.
+void linear_then(ConstMatrixRef x, const Linear& layer, const Activation* activation, MatrixRef y) {
+  check_linear(x, layer, y);
+  const std::span<const float> bias = layer.bias.empty() ? std::span<const float>() : layer.bias.vector();
+  if (bias.empty() && activation == nullptr) return blas::gemm_nt(x, layer.weight.matrix(), y);
+  blas::gemm_nt(x, layer.weight.matrix(), y, [&](MatrixRef block, Index first) {
+    if (!bias.empty()) ops::add_row_vector(block, bias.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(block.cols())));
+    if (activation != nullptr) ops::activate(*activation, block);
+  });
+}
+
+}  // namespace
+
+void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) { linear_then(x, layer, nullptr, y); }
+
+void linear(ConstMatrixRef x, const Linear& layer, Activation activation, MatrixRef y) {
+  linear_then(x, layer, &activation, y);
 }
 
 void matmul_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {

@@ -36,8 +36,12 @@ struct NormWeights {
 
 namespace ops {
 
-// y [T,out] = x [T,in] W^T + b, one cblas_sgemm. Not in place.
+// y [T,out] = x [T,in] W^T + b, one product (engine/blas.h). Not in place.
 void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y);
+
+// y = act(x W^T + b): the bias and the activation run on each block of y as soon as
+// the product has written it, by the thread that wrote it.
+void linear(ConstMatrixRef x, const Linear& layer, Activation activation, MatrixRef y);
 
 // c [m,n] = alpha * a [m,k] b^T + beta * c, with b given as [n,k] (q k^T in attention).
 // Strided views are fine (one head's columns).

@@ -31,7 +31,7 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadPool::run(const std::function<void(int)>& task) {
+void ThreadPool::run(FunctionRef<void(int)> task) {
   std::unique_lock run_lock(run_mutex_, std::try_to_lock);
   if (!run_lock || workers_.empty()) {
     for (int i = 0; i < threads(); ++i) task(i);

@@ -11,10 +11,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "engine/function_ref.h"
 
 namespace ordo {
 
@@ -31,7 +32,7 @@ class ThreadPool {
   // Runs task(i) for every i in [0, threads()), part 0 on the calling thread, and
   // returns when all parts are done. One run at a time: a call made while another
   // thread's run is in progress runs all its parts itself rather than wait.
-  void run(const std::function<void(int)>& task);
+  void run(FunctionRef<void(int)> task);
 
  private:
   void work(int index);
@@ -41,7 +42,7 @@ class ThreadPool {
   std::condition_variable wake_;
   std::atomic<std::uint64_t> generation_{0};  // bumped once per run
   std::atomic<int> pending_{0};               // workers still on the current task
-  const std::function<void(int)>* task_ = nullptr;
+  const FunctionRef<void(int)>* task_ = nullptr;
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };
