@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string_view>
@@ -208,15 +209,26 @@ ModelConfig ModelConfig::load(const std::filesystem::path& path) {
   std::error_code error;
   if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
     throw Error(source, "is not a regular file", "config.json is a JSON file next to the weights");
+  // A config is a few kilobytes; reading it whole must not become reading anything.
+  constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
+  if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxConfigBytes)
+    throw Error(source, "is " + std::to_string(size) + " bytes, more than a config.json can be (" +
+                            std::to_string(kMaxConfigBytes) + ")");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(source, "cannot open the model config",
                 "a model directory holds config.json next to its weights");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(source, "cannot read the model config");
+  return parse(text, source);
+}
+
+ModelConfig ModelConfig::parse(std::string_view text, const std::string& source) {
   // Duplicate keys are not detected here: nlohmann keeps the last one, as Python's
   // json.load does for Hugging Face configs.
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(in, json_depth_limit(source));
+    json = nlohmann::json::parse(text.begin(), text.end(), json_depth_limit(source));
   } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range
     throw Error(source, "not valid JSON: " + json_message(e.what()));
   }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -85,6 +86,8 @@ struct ModelConfig {
 
   // Parses and validates. `source` names the file in error messages.
   static ModelConfig from_json(const nlohmann::json& json, const std::string& source);
+  // The text of a config.json: parsed (nesting bounded) and validated as from_json does.
+  static ModelConfig parse(std::string_view text, const std::string& source);
   static ModelConfig load(const std::filesystem::path& path);
   // Every key, defaults filled in (what `ordo inspect` prints).
   nlohmann::json to_json() const;

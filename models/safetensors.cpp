@@ -174,11 +174,17 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
   entry.begin = static_cast<std::uint64_t>(begin);
   entry.end = static_cast<std::uint64_t>(end);
 
+  // Both the byte count and the element count (a signed Index everywhere the tensor is
+  // used) must fit: for 1-byte dtypes the elements can overflow an int64 where the
+  // bytes still fit a uint64 ([2^62, 3, 0] of U8 once did, in element_count()).
   std::uint64_t bytes = dtype_size(entry.dtype);
+  Index elements = 1;
   for (Index d : entry.shape) {
-    if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes))
+    if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes) ||
+        __builtin_mul_overflow(elements, d, &elements))
       throw Error(where, "shape " + to_string(entry.shape) + " of " +
-                             std::string(dtype_name(entry.dtype)) + " overflows 64 bits");
+                             std::string(dtype_name(entry.dtype)) + " overflows 64 bits",
+                  "a corrupted header?");
   }
   if (entry.begin > entry.end)
     throw Error(where, "data_offsets " + json_excerpt(offsets) + " begin after they end");
@@ -231,12 +237,14 @@ std::size_t dtype_size(DType dtype) {
   return 0;
 }
 
-// The whole file, mapped read-only. If another process truncates the file while it is
-// mapped, reads past the new end raise SIGBUS: nothing a reader can check for.
+// The whole file: mapped read-only by open(), or owned in memory by from_bytes(). If
+// another process truncates a mapped file, reads past the new end raise SIGBUS:
+// nothing a reader can check for.
 struct SafetensorsFile::Mapping {
   int fd = -1;
   void* address = MAP_FAILED;
   std::size_t size = 0;
+  std::vector<std::byte> owned;  // from_bytes(): the file's bytes, when not mapped
 
   Mapping() = default;
   Mapping(const Mapping&) = delete;
@@ -245,7 +253,9 @@ struct SafetensorsFile::Mapping {
     if (address != MAP_FAILED) munmap(address, size);
     if (fd >= 0) close(fd);
   }
-  const std::byte* bytes() const { return static_cast<const std::byte*>(address); }
+  const std::byte* bytes() const {
+    return address != MAP_FAILED ? static_cast<const std::byte*>(address) : owned.data();
+  }
 };
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
@@ -257,14 +267,29 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   if (fstat(mapping->fd, &status) != 0) throw Error(file, "cannot stat: " + system_error());
   if (!S_ISREG(status.st_mode)) throw Error(file, "not a regular file");
   const auto file_size = static_cast<std::uint64_t>(status.st_size);
+  if (file_size >= 8) {  // shorter files are refused by validate(), which says so
+    mapping->size = static_cast<std::size_t>(file_size);
+    mapping->address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, mapping->fd, 0);
+    if (mapping->address == MAP_FAILED) throw Error(file, "cannot mmap: " + system_error());
+  }
+  return validate(path, std::move(mapping), file_size);
+}
+
+SafetensorsFile SafetensorsFile::from_bytes(std::vector<std::byte> bytes, const std::filesystem::path& name) {
+  auto mapping = std::make_shared<Mapping>();
+  const auto size = static_cast<std::uint64_t>(bytes.size());
+  mapping->owned = std::move(bytes);
+  return validate(name, std::move(mapping), size);
+}
+
+SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std::shared_ptr<const Mapping> mapping,
+                                          std::uint64_t file_size) {
+  const std::string file = path.string();
   if (file_size < 8)
     throw Error(file,
                 "file is " + std::to_string(file_size) +
                     " bytes, shorter than the 8-byte header length",
                 "not a safetensors file, or a truncated one?");
-  mapping->size = static_cast<std::size_t>(file_size);
-  mapping->address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, mapping->fd, 0);
-  if (mapping->address == MAP_FAILED) throw Error(file, "cannot mmap: " + system_error());
   const std::byte* base = mapping->bytes();
 
   std::uint64_t header_size = 0;

@@ -40,6 +40,9 @@ struct TensorInfo {
 class SafetensorsFile {
  public:
   static SafetensorsFile open(const std::filesystem::path& path);
+  // A file already in memory (received, embedded, or a fuzzer's input), validated
+  // exactly as open() validates one on disk; `name` stands for its path in messages.
+  static SafetensorsFile from_bytes(std::vector<std::byte> bytes, const std::filesystem::path& name);
 
   const std::filesystem::path& path() const { return path_; }
   // In file order (by offset).
@@ -55,6 +58,9 @@ class SafetensorsFile {
 
  private:
   struct Mapping;
+  // Everything open() promises, checked on the bytes of `mapping` (file_size of them).
+  static SafetensorsFile validate(const std::filesystem::path& path, std::shared_ptr<const Mapping> mapping,
+                                  std::uint64_t file_size);
   std::filesystem::path path_;
   std::shared_ptr<const Mapping> mapping_;
   std::vector<TensorInfo> tensors_;

@@ -329,7 +329,20 @@ TEST(Config, LoadReadsAFileAndNamesItInErrors) {
 
   EXPECT_THAT(error_message([&] { ModelConfig::load(dir / "absent.json"); }),
               HasSubstr("absent.json: cannot open"));
+
+  // A config is read whole, so its size is capped before it is read.
+  std::filesystem::resize_file(path, (16u << 20) + 1);
+  EXPECT_THAT(error_message([&] { ModelConfig::load(path); }),
+              HasSubstr(path.string() + ": is 16777217 bytes, more than a config.json can be"));
   std::filesystem::remove_all(dir);
+}
+
+// parse() is load() without the file: the same checks on text in memory.
+TEST(Config, ParseReadsText) {
+  EXPECT_EQ(ModelConfig::parse(minimal().dump(), "mem").d_model, 64);
+  EXPECT_THAT(error_message([] { ModelConfig::parse("{\"d_model\": 64,", "mem"); }), HasSubstr("mem: not valid JSON"));
+  EXPECT_THAT(error_message([] { ModelConfig::parse(std::string(40, '[') + std::string(40, ']'), "mem"); }),
+              HasSubstr("mem: JSON nested more than 32 levels deep"));
 }
 
 }  // namespace

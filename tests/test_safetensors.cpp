@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "engine/error.h"
@@ -430,6 +431,32 @@ TEST_F(Safetensors, WriterRejectsInconsistentTensors) {
                 write_safetensors_f32(path, {{"x", {1}, {1}}, {"x", {1}, {2}}});
               }),
               HasSubstr("tensor 'x': written twice"));
+}
+
+// from_bytes() validates bytes in memory exactly as open() validates a file: the same
+// tensors from a valid file, the same message (but the name) from a broken one.
+TEST_F(Safetensors, FromBytesAgreesWithOpen) {
+  const std::vector<float> values{1.5f, -2.0f, 3.25f};
+  write_safetensors_f32(dir_ / "ok.safetensors", {{"w", {3}, values}});
+  std::ifstream in(dir_ / "ok.safetensors", std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto* first = reinterpret_cast<const std::byte*>(text.data());
+  const SafetensorsFile file = SafetensorsFile::from_bytes({first, first + text.size()}, "mem");
+  ASSERT_EQ(file.tensors().size(), 1u);
+  std::vector<float> storage;
+  const TensorView view = file.as_float32(file.tensors().front(), storage);
+  EXPECT_EQ(std::vector<float>(view.data(), view.data() + view.size()), values);
+
+  const std::string broken = text.substr(0, text.size() - 1);  // one data byte short
+  const auto* begin = reinterpret_cast<const std::byte*>(broken.data());
+  const std::string from_memory =
+      error_message([&] { SafetensorsFile::from_bytes({begin, begin + broken.size()}, "mem"); });
+  EXPECT_THAT(from_memory, HasSubstr("mem: tensor 'w': data [0, 12) runs past the 11 data bytes"));
+  std::string from_disk = open_error(write_bytes(broken));
+  from_disk.replace(0, (dir_ / "raw.safetensors").string().size(), "mem");
+  EXPECT_EQ(from_memory, from_disk);
+  EXPECT_THAT(error_message([] { SafetensorsFile::from_bytes({}, "mem"); }),
+              HasSubstr("mem: file is 0 bytes, shorter than the 8-byte header length"));
 }
 
 }  // namespace
