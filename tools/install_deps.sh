@@ -2,13 +2,22 @@
 # Installs what ordo needs from Debian's apt, skipping what is already there.
 #   tools/install_deps.sh          build dependencies
 #   tools/install_deps.sh --test   plus PyTorch/NumPy/SentencePiece for Python (the test oracle)
+#   tools/install_deps.sh --fuzz   plus clang and its runtime libraries (libFuzzer, the
+#                                  sanitizers' runtimes), for tools/fuzz.sh
+# Flags combine: tools/install_deps.sh --test --fuzz.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-dev libsentencepiece-dev sentencepiece
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev)
-if [[ "${1:-}" == "--test" ]]; then
-  packages+=(python3 python3-torch python3-numpy python3-sentencepiece)
-fi
+for flag in "$@"; do
+  case "$flag" in
+    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece) ;;
+    # libclang-rt-14-dev (libFuzzer) is only a Recommends of clang, which
+    # --no-install-recommends below would skip.
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "tools/install_deps.sh: unknown flag $flag (expected --test or --fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for package in "${packages[@]}"; do

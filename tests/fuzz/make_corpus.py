@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes the fuzz seed corpus, tests/fuzz/corpus/<target>/, from the shipped models.
+
+The seeds are the real files made small: each shipped model's safetensors header with
+its tensor names, dtypes and metadata as published, its dimensions scaled down (d_model
+128 -> 8, ...) and each tensor's data the first bytes of the real tensor's data; its
+config.json with the same dimensions scaled, so that config and weights load together;
+the same weights split over two shards with a Hugging Face index; and input lines from
+weights/data plus the hostile texts of issue 11. Only Python's standard library is used.
+Run it again after the shipped models change:  python3 tests/fuzz/make_corpus.py
+"""
+import json
+import pathlib
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+WEIGHTS = ROOT / "weights"
+CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
+SEPARATOR = b"\n--ordo-fuzz-file--\n"  # tests/fuzz/fuzz_support.h: kFileSeparator
+MODELS = ["sinusoidal", "learned", "rope", "sinusoidal-split", "none", "german-llama"]
+DTYPE_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+# Every dimension of the shipped models, scaled: vocab 344, d_model 128, ffn 256, the
+# LLaMA model's K/V width 64 (2 heads x 32); max_position_embeddings 45 stays.
+DIM = {344: 22, 128: 8, 256: 16, 64: 4, 45: 45, 1: 1}
+CONFIG_KEYS = {"vocab_size", "decoder_vocab_size", "d_model", "hidden_size", "encoder_ffn_dim",
+               "decoder_ffn_dim", "intermediate_size"}
+
+
+def read_safetensors(path):
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def write_safetensors(tensors, metadata):
+    """tensors: [(name, dtype, shape, bytes)] -> the file's bytes."""
+    header, offset = {}, 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(raw for *_, raw in tensors)
+
+
+def small_model(name):
+    """(config bytes, [(tensor name, dtype, scaled shape, bytes)], metadata)."""
+    header, data = read_safetensors(WEIGHTS / name / "model.safetensors")
+    metadata = header.pop("__metadata__", None)
+    tensors = []
+    for tensor, entry in sorted(header.items(), key=lambda item: item[1]["data_offsets"][0]):
+        shape = [DIM[d] for d in entry["shape"]]
+        count = 1
+        for d in shape:
+            count *= d
+        begin = entry["data_offsets"][0]
+        tensors.append((tensor, entry["dtype"], shape, data[begin:begin + count * DTYPE_SIZE[entry["dtype"]]]))
+    config = json.loads((WEIGHTS / name / "config.json").read_text())
+    for key in CONFIG_KEYS & config.keys():
+        config[key] = DIM[config[key]]
+    if "head_dim" in config:  # LLaMA: 4 heads of 32 -> 4 heads of 2
+        config["head_dim"] = DIM[128] // config["num_attention_heads"]
+    return json.dumps(config, indent=2).encode(), tensors, metadata
+
+
+def write(target, name, data):
+    directory = CORPUS / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_bytes(data)
+
+
+def main():
+    for name in MODELS:
+        config, tensors, metadata = small_model(name)
+        weights = write_safetensors(tensors, metadata)
+        write("safetensors", name, weights)
+        write("config", name, (WEIGHTS / name / "config.json").read_bytes())
+        write("model_dir", name, config + SEPARATOR + weights)
+        if name in ("sinusoidal", "german-llama"):
+            half = len(tensors) // 2
+            shards = [tensors[:half], tensors[half:]]
+            files = [f"model-{k:05d}-of-{len(shards):05d}.safetensors" for k in range(1, len(shards) + 1)]
+            index = {"metadata": {"total_size": sum(len(raw) for *_, raw in tensors)},
+                     "weight_map": {t[0]: files[k] for k, shard in enumerate(shards) for t in shard}}
+            parts = [json.dumps(index, indent=2).encode()] + [write_safetensors(s, metadata) for s in shards]
+            write("shard_index", name, SEPARATOR.join(parts))
+    write("safetensors", "empty-header", write_safetensors([], None))
+    # A LLaMA config with an eos list and a null head_dim, as some checkpoints publish.
+    llama = json.loads((WEIGHTS / "german-llama" / "config.json").read_text())
+    llama.update({"eos_token_id": [1, 2], "head_dim": None})
+    write("config", "llama-eos-list", json.dumps(llama, indent=2).encode())
+
+    lines = []
+    for tsv in ("test.tsv", "long.tsv"):
+        with open(WEIGHTS / "data" / tsv, encoding="utf-8") as f:
+            source, target = next(f).rstrip("\n").split("\t")[:2]
+            lines += [source.encode(), target.encode()]
+    lines += ["Straße café \U0001F431 cats".encode(), b"\xff\xfe cats chase dogs", b"cats \x80", b"\xc0\xaf",
+              b"\xed\xa0\x80", b"cats \xe2\x82", b"cats\x00chase\tdogs\r", b"   \t "]
+    for k, line in enumerate(lines):
+        write("tokenizer", f"line-{k:02d}", line)
+
+
+if __name__ == "__main__":
+    main()
