@@ -177,6 +177,43 @@ __attribute__((target("avx2,fma"))) void small_gemm_avx2(const float* x, Index m
   tiled_gemm_avx2<4, 3>(x, m, x_stride, w, rows, cols, stride, y, y_stride, alpha, beta);
 }
 
+// Columns in blocks of 32 (four accumulators, kept in registers over all rows: one
+// head's 64 values are two blocks), then 8, then one at a time.
+__attribute__((target("avx2,fma"))) void vecmat_avx2(const float* x, const float* w, Index rows, Index cols,
+                                                     Index stride, float* y, float alpha, float beta) {
+  const auto finish = [&](Index c, float sum) { store(y + c, sum, alpha, beta); };
+  Index c = 0;
+  for (; c + 32 <= cols; c += 32) {
+    __m256 a = _mm256_setzero_ps(), b = a, d = a, e = a;
+    for (Index r = 0; r < rows; ++r) {
+      const float* row = w + r * stride + c;
+      const __m256 factor = _mm256_set1_ps(x[r]);
+      a = _mm256_fmadd_ps(factor, _mm256_loadu_ps(row), a);
+      b = _mm256_fmadd_ps(factor, _mm256_loadu_ps(row + 8), b);
+      d = _mm256_fmadd_ps(factor, _mm256_loadu_ps(row + 16), d);
+      e = _mm256_fmadd_ps(factor, _mm256_loadu_ps(row + 24), e);
+    }
+    alignas(32) float sums[32];
+    _mm256_store_ps(sums, a);
+    _mm256_store_ps(sums + 8, b);
+    _mm256_store_ps(sums + 16, d);
+    _mm256_store_ps(sums + 24, e);
+    for (Index i = 0; i < 32; ++i) finish(c + i, sums[i]);
+  }
+  for (; c + 8 <= cols; c += 8) {
+    __m256 a = _mm256_setzero_ps();
+    for (Index r = 0; r < rows; ++r) a = _mm256_fmadd_ps(_mm256_set1_ps(x[r]), _mm256_loadu_ps(w + r * stride + c), a);
+    alignas(32) float sums[8];
+    _mm256_store_ps(sums, a);
+    for (Index i = 0; i < 8; ++i) finish(c + i, sums[i]);
+  }
+  for (; c < cols; ++c) {
+    float sum = 0.0f;
+    for (Index r = 0; r < rows; ++r) sum += x[r] * w[r * stride + c];
+    finish(c, sum);
+  }
+}
+
 bool has_avx2() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return supported;
@@ -201,6 +238,9 @@ void small_gemm_nt(const float* x, Index m, Index x_stride, const float* w, Inde
 }
 
 void vecmat(const float* x, const float* w, Index rows, Index cols, Index stride, float* y, float alpha, float beta) {
+#if defined(__x86_64__)
+  if (has_avx2()) return vecmat_avx2(x, w, rows, cols, stride, y, alpha, beta);
+#endif
   for (Index c = 0; c < cols; ++c) y[c] = beta == 0.0f ? 0.0f : beta * y[c];
   for (Index r = 0; r < rows; ++r) {
     const float factor = alpha * x[r];

@@ -72,17 +72,25 @@ TEST(Kernels, SmallGemmMatchesADoubleProduct) {
   }
 }
 
+// Widths around its blocks of 32 and 8 (a head is 64 wide), a stride wider than the
+// row, and alpha/beta; tolerance as matvec's.
 TEST(Kernels, VecmatMatchesADoubleSum) {
   std::mt19937 rng(2);
-  const Index rows = 13, cols = 37, stride = 40;
-  const Matrix w = ref::random_matrix(rows, stride, rng);
-  const std::vector<float> x = ref::random_vector(rows, rng);
-  std::vector<float> y(cols);
-  kernels::vecmat(x.data(), w.data(), rows, cols, stride, y.data(), 1.0f, 0.0f);
-  std::vector<double> want(cols, 0.0);
-  for (Index r = 0; r < rows; ++r)
-    for (Index c = 0; c < cols; ++c) want[static_cast<std::size_t>(c)] += static_cast<double>(x[static_cast<std::size_t>(r)]) * w(r, c);
-  EXPECT_TRUE(ref::all_close(y, want, 1e-5, 1e-5));
+  for (const Index cols : {5, 8, 37, 64, 77}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const Index rows = 13, stride = cols + 3;
+    const Matrix w = ref::random_matrix(rows, stride, rng);
+    const std::vector<float> x = ref::random_vector(rows, rng);
+    std::vector<float> y = ref::random_vector(cols, rng);
+    std::vector<double> want(static_cast<std::size_t>(cols), 0.0);
+    for (Index r = 0; r < rows; ++r)
+      for (Index c = 0; c < cols; ++c)
+        want[static_cast<std::size_t>(c)] += static_cast<double>(x[static_cast<std::size_t>(r)]) * w(r, c);
+    for (Index c = 0; c < cols; ++c)
+      want[static_cast<std::size_t>(c)] = 1.5 * want[static_cast<std::size_t>(c)] - 0.5 * y[static_cast<std::size_t>(c)];
+    kernels::vecmat(x.data(), w.data(), rows, cols, stride, y.data(), 1.5f, -0.5f);
+    EXPECT_TRUE(ref::all_close(y, want, 1e-5, 1e-5));
+  }
 }
 
 // Products large enough to be split across threads give what one thread gives, bit
