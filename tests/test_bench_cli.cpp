@@ -126,7 +126,27 @@ TEST(BenchCli, BadFlagsAreUsageErrorsNamingTheFlag) {
   expect_usage_error(model + " --beam 24", "--beam");  // more than the 23 tokens
   expect_usage_error(" --shape large", "--shape");
   expect_usage_error(model + " --shape base", "--shape");
+  expect_usage_error(model + " --shape llama", "--shape");
   expect_usage_error("", "--model");
+}
+
+TEST(BenchCli, HelpNamesBothShapes) {
+  const auto r = run_ordo("bench --help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* text : {"base", "llama", "99,496,704 parameters"})
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << " missing in\n" << r.out;
+}
+
+// --shape llama builds its 400 MB model (about a second; the smallest workload): a
+// decoder-only model whose step reads every weight but the embedding table, so the
+// 99,496,704 parameters the help states are 32000 x 768 of embedding plus what it reads.
+TEST(BenchCli, LlamaShapeIsADecoderOnlyModelOfTheStatedSize) {
+  const json j = bench_json(" --shape llama --batch 1 --src-len 2 --new-tokens 1 --threads 1 --repeats 1 --warmup 0");
+  expect_metrics(j);
+  EXPECT_TRUE(j["decoder_only"].get<bool>());
+  EXPECT_EQ(j["model"].get<std::string>(), "llama (random, in memory)");
+  EXPECT_EQ(j["decode_weight_bytes"].get<double>(), 4.0 * (99'496'704 - 32000 * 768));
+  EXPECT_EQ(j["sample_ids"].size(), 1u);
 }
 
 TEST(BenchCli, LengthsBeyondThePositionsAreUsageErrors) {

@@ -1,28 +1,29 @@
 #!/usr/bin/env bash
 # ordo against its PyTorch peer, side by side, on one model and one workload.
 #
-#   tools/bench.sh --shape base --batch 16 --src-len 32 --new-tokens 32 --threads 2 [--beam K] [--rounds 5]
-#   tools/bench.sh --model DIR  --batch 1  --src-len 32 --new-tokens 32 --threads 1
+#   tools/bench.sh --shape base  --batch 16 --src-len 32 --new-tokens 32 --threads 2 [--beam K] [--rounds 5]
+#   tools/bench.sh --shape llama --batch 1  --src-len 32 --new-tokens 32 --threads 2
+#   tools/bench.sh --model DIR   --batch 1  --src-len 32 --new-tokens 32 --threads 1
 #
 # Builds nothing: runs $ORDO (default build/ordo) and tools/bench_peer.py under $PYTHON
-# (default /usr/bin/python3, Debian's, with torch). --shape base writes the random base
-# model once, to $ORDO_BENCH_DIR (default /tmp/ordo-bench-base), with make_bench_model.py,
-# and hands that same directory to both engines. Each round runs both, each with --json,
-# alternating which goes first; every engine gets OPENBLAS_NUM_THREADS=T and
-# OMP_WAIT_POLICY=PASSIVE (and OMP/MKL_NUM_THREADS=T). Printed per metric: the median of
-# each engine over the rounds and the median of the per-round ratios ordo/peer (on a noisy
-# machine, only ratios measured side by side mean much). Other flags (--repeats,
-# --warmup) are passed to both engines; the raw JSON lines are kept in a temp file.
+# (default /usr/bin/python3, Debian's, with torch). --shape base|llama writes that random
+# model (make_bench_model.py) once, to $ORDO_BENCH_DIR (default /tmp/ordo-bench-SHAPE),
+# and hands that same directory to both engines (decoder-only: --src-len is the prompt
+# length). Each round runs both, each with --json, alternating which goes first; every
+# engine gets OPENBLAS_NUM_THREADS=T and OMP_WAIT_POLICY=PASSIVE (and
+# OMP/MKL_NUM_THREADS=T). Printed per metric: the median of each engine over the rounds
+# and the median of the per-round ratios ordo/peer (on a noisy machine, only ratios
+# measured side by side mean much). Other flags (--repeats, --warmup) are passed to both
+# engines; the raw JSON lines are kept in a temp file.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 ordo="${ORDO:-$root/build/ordo}"
 python="${PYTHON:-/usr/bin/python3}"
-base_dir="${ORDO_BENCH_DIR:-/tmp/ordo-bench-base}"
 
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 fail() {
@@ -45,25 +46,27 @@ while [[ $# -gt 0 ]]; do
     *) fail "unknown argument '$1' (see tools/bench.sh --help)" ;;
   esac
 done
-[[ -n "$model" && -n "$shape" ]] && fail "give --model DIR or --shape base, not both"
-[[ -z "$model" && -z "$shape" ]] && fail "give --model DIR or --shape base"
-[[ -n "$shape" && "$shape" != base ]] && fail "--shape: '$shape' is not a known shape (known: base)"
+[[ -n "$model" && -n "$shape" ]] && fail "give --model DIR or --shape base|llama, not both"
+[[ -z "$model" && -z "$shape" ]] && fail "give --model DIR or --shape base|llama"
+[[ -z "$shape" || "$shape" == base || "$shape" == llama ]] || fail "--shape: '$shape' is not a known shape (known: base, llama)"
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || fail "--threads: give a positive number of threads"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || fail "--rounds: give a positive number of rounds"
 [[ -x "$ordo" ]] || fail "no ordo binary at $ordo (build it, or set ORDO=path/to/ordo)"
 "$python" -c "import torch" 2>/dev/null || fail "$python has no torch (set PYTHON=, e.g. Debian's /usr/bin/python3)"
 
 if [[ -n "$shape" ]]; then
-  # Reused while its stamp matches make_bench_model.py's version.
-  want="$("$python" -c "import sys; sys.path.insert(0, '$here'); import make_bench_model as m; print(m.VERSION)")"
+  # Reused while its stamp matches make_bench_model.py's stamp for this shape.
+  shape_dir="${ORDO_BENCH_DIR:-/tmp/ordo-bench-$shape}"
+  want="$("$python" -c "import sys; sys.path.insert(0, sys.argv[1]); import make_bench_model as m; print(m.stamp(sys.argv[2]))" \
+            "$here" "$shape")"
   have="$("$python" -c "import json, sys; print(json.load(open(sys.argv[1])).get('bench_model', ''))" \
-            "$base_dir/config.json" 2>/dev/null || true)"
-  if [[ "$have" != "$want" || ! -f "$base_dir/model.safetensors" ]]; then
-    echo "bench.sh: writing the base model to $base_dir" >&2
-    rm -rf "$base_dir"
-    "$python" "$here/make_bench_model.py" --out "$base_dir" >/dev/null
+            "$shape_dir/config.json" 2>/dev/null || true)"
+  if [[ "$have" != "$want" || ! -f "$shape_dir/model.safetensors" ]]; then
+    echo "bench.sh: writing the $shape model to $shape_dir" >&2
+    rm -rf "$shape_dir"
+    "$python" "$here/make_bench_model.py" --shape "$shape" --out "$shape_dir" >/dev/null
   fi
-  model="$base_dir"
+  model="$shape_dir"
 fi
 
 export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads" OMP_WAIT_POLICY=PASSIVE

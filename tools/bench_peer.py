@@ -5,6 +5,7 @@ run eagerly in PyTorch the way a careful user would write it.
     /usr/bin/python3 tools/bench_peer.py --model DIR --batch 16 --src-len 32 --new-tokens 32 \\
         --threads 2 [--beam K] [--repeats 5] [--warmup 1] [--json]
     /usr/bin/python3 tools/bench_peer.py --shape base ...   # the model make_bench_model.py writes
+    /usr/bin/python3 tools/bench_peer.py --shape llama ...  # its decoder-only LLaMA-layout model
 
 THREADS. torch.set_num_threads(T), and OpenBLAS/OpenMP/MKL capped at T threads with
 OMP_WAIT_POLICY=PASSIVE: these are read when the libraries load, so when the environment
@@ -85,6 +86,8 @@ def source_ids(batch: int, length: int, vocab: int) -> list:
 
 
 def is_norm_weight(name: str) -> bool:
+    """LayerNorm weights (*_layer_norm, layer_norm, layernorm_embedding) and LLaMA's RMSNorm
+    weights (input_layernorm, post_attention_layernorm, model.norm)."""
     return name.endswith("norm.weight") or name.endswith("layernorm_embedding.weight")
 
 
@@ -123,6 +126,20 @@ BASE_CONFIG = {
     "decoder_start_token_id": 31999,
 }
 
+# A decoder-only model in Hugging Face's LLaMA layout, 99,496,704 parameters: hidden 768,
+# 8 layers, 12 query heads over 4 K/V heads (head_dim 64), SwiGLU 2048, 32000 pieces with
+# an untied lm_head; the same as llama_config() in tools/command_bench.cpp.
+LLAMA_CONFIG = {
+    "model_type": "llama", "vocab_size": 32000, "hidden_size": 768,
+    "intermediate_size": 2048, "num_hidden_layers": 8,
+    "num_attention_heads": 12, "num_key_value_heads": 4, "hidden_act": "silu",
+    "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
+    "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32",
+}
+
+SHAPES = {"base": BASE_CONFIG, "llama": LLAMA_CONFIG}
+
 GEMM_SIZE = 1024
 STREAM_BYTES = 256 << 20
 
@@ -145,7 +162,9 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description="The PyTorch peer of `ordo bench` (see the docstring).")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="model directory (ordo format or Hugging Face LLaMA)")
-    which.add_argument("--shape", choices=["base"], help="a random Marian-base model (make_bench_model.py)")
+    which.add_argument("--shape", choices=sorted(SHAPES),
+                       help="a random model (make_bench_model.py): base (Marian base, encoder-decoder) or "
+                            "llama (LLaMA layout, decoder-only, 99,496,704 parameters)")
     p.add_argument("--batch", type=positive, default=1)
     p.add_argument("--src-len", type=positive, default=32)
     p.add_argument("--new-tokens", type=positive, default=32)
@@ -709,8 +728,8 @@ def main(argv=None) -> int:
     if args.shape:
         import make_bench_model
         with tempfile.TemporaryDirectory(prefix="ordo-bench-peer-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
-            make_bench_model.write_base_model(Path(tmp))
-            result = run(args, Path(tmp), "base (random, written to /dev/shm)")
+            make_bench_model.write_model(args.shape, Path(tmp))
+            result = run(args, Path(tmp), f"{args.shape} (random, written to /dev/shm)")
     else:
         directory = Path(args.model)
         if not (directory / "config.json").is_file():

@@ -2,6 +2,7 @@
 //
 //   ordo bench --model DIR --batch 16 --src-len 32 --new-tokens 32 --threads 2
 //   ordo bench --shape base --batch 1 --src-len 32 --new-tokens 32 --threads 1 --json
+//   ordo bench --shape llama --batch 1 --src-len 32 --new-tokens 32 --threads 2
 //
 // The workload is fixed so that every engine does the same work (tools/bench_peer.py
 // runs the same one in PyTorch; tools/bench.sh runs both side by side):
@@ -25,12 +26,13 @@
 // b is 3 + splitmix64(0x6F72646F62656E63, b*S + t) % (vocab - 3), ids 0-2 being the
 // usual specials (vocabularies of 3 or fewer use all ids).
 //
-// --shape base writes a Marian-base-shaped random model (see base_config) into a private
-// directory on /dev/shm, loads it, and unlinks it (the mapping stays valid). Its values
-// are those tools/make_bench_model.py writes: value j of tensor `name` is
-// u = (splitmix64(fnv1a64(name), j) >> 40) / 2^24, v = (2u - 1) * 0.05 in double, then
-// float32; norm weights get 1 + v. So `--shape base` and `--model <that directory>`
-// run the same model.
+// --shape base (a Marian-base-shaped encoder-decoder, see base_config) and --shape llama
+// (a decoder-only model in Hugging Face's LLaMA layout, see llama_config) write a random
+// model into a private directory on /dev/shm, load it, and unlink it (the mapping stays
+// valid). Its values are those tools/make_bench_model.py --shape writes: value j of
+// tensor `name` is u = (splitmix64(fnv1a64(name), j) >> 40) / 2^24,
+// v = (2u - 1) * 0.05 in double, then float32; norm weights (LayerNorm and RMSNorm) get
+// 1 + v. So `--shape S` and `--model <that directory>` run the same model.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -108,7 +110,7 @@ std::vector<int> random_sources(Index batch, Index length, Index vocab) {
   return ids;
 }
 
-// ---- --shape base ----
+// ---- --shape: random models ----
 
 // Marian's transformer-base as Hugging Face's opus-mt models configure it (swish,
 // scaled embeddings, split sinusoids, tied shared embeddings, post-norm), with a
@@ -136,12 +138,40 @@ nlohmann::json base_config() {
           {"decoder_start_token_id", 31999}};
 }
 
+// A LLaMA-layout decoder of 99,496,704 parameters in Hugging Face's config keys:
+// hidden 768, 8 layers, 12 query heads sharing 4 K/V heads (head_dim 64), SwiGLU 2048,
+// a 32000-piece vocabulary with an untied lm_head (2 x 24.6 M), RMSNorm, RoPE.
+nlohmann::json llama_config() {
+  return {{"model_type", "llama"},
+          {"vocab_size", 32000},
+          {"hidden_size", 768},
+          {"intermediate_size", 2048},
+          {"num_hidden_layers", 8},
+          {"num_attention_heads", 12},
+          {"num_key_value_heads", 4},
+          {"hidden_act", "silu"},
+          {"max_position_embeddings", 2048},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 10000.0},
+          {"tie_word_embeddings", false},
+          {"attention_bias", false},
+          {"mlp_bias", false},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2},
+          {"torch_dtype", "float32"}};
+}
+
+// The config of --shape `shape` (the flag's check admits only these).
+nlohmann::json shape_config(const std::string& shape) { return shape == "llama" ? llama_config() : base_config(); }
+
+// Ordo's and Marian's LayerNorms (*_layer_norm, layer_norm, layernorm_embedding) and
+// LLaMA's RMSNorms (input_layernorm, post_attention_layernorm, model.norm).
 bool is_norm_weight(const std::string& name) {
   return name.ends_with("norm.weight") || name.ends_with("layernorm_embedding.weight");
 }
 
-// Writes `spec`'s values, a chunk at a time: a base model is 240 MB, which should not
-// inflate the peak RSS this command reports.
+// Writes `spec`'s values, a chunk at a time: a base model is 240 MB (llama: 400 MB),
+// which should not inflate the peak RSS this command reports.
 void write_random_values(std::ofstream& out, const TensorSpec& spec) {
   const std::uint64_t seed = fnv1a64(spec.name);
   const double one = is_norm_weight(spec.name) ? 1.0 : 0.0;
@@ -185,14 +215,14 @@ void write_random_safetensors(const fs::path& path, const ModelConfig& config) {
 // has room, so "in memory" stays true and no disk is written.
 class ScratchModel {
  public:
-  explicit ScratchModel(const nlohmann::json& config) {
+  ScratchModel(const std::string& shape, const nlohmann::json& config) {
     const fs::path parent = has_room("/dev/shm", std::uintmax_t{1} << 30) ? fs::path("/dev/shm") : fs::temp_directory_path();
     std::string pattern = (parent / "ordo-bench-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw Error(parent.string(), "cannot create a scratch directory for --shape", "is it writable?");
     dir_ = pattern;
     std::ofstream(dir_ / "config.json") << config.dump(2) << '\n';
-    write_random_safetensors(dir_ / "model.safetensors", ModelConfig::from_json(config, "--shape base"));
+    write_random_safetensors(dir_ / "model.safetensors", ModelConfig::from_json(config, "--shape " + shape));
   }
   ~ScratchModel() {
     std::error_code ignored;
@@ -642,7 +672,7 @@ void run_bench(const BenchOptions& options) {
   std::shared_ptr<const Model> model;
   {
     std::optional<ScratchModel> scratch;
-    if (!options.shape.empty()) scratch.emplace(base_config());
+    if (!options.shape.empty()) scratch.emplace(options.shape, shape_config(options.shape));
     model = timed_loads(scratch ? scratch->dir() : fs::path(options.model_dir), options, results);
   }  // a scratch directory is gone now; its mapping stays valid
   check_lengths(model->transformer(), options);
@@ -652,7 +682,7 @@ void run_bench(const BenchOptions& options) {
   results.peak_rss_mb = peak_rss_mb();
   run_probes(options, results);
 
-  const std::string name = options.shape.empty() ? options.model_dir : "base (random, in memory)";
+  const std::string name = options.shape.empty() ? options.model_dir : options.shape + " (random, in memory)";
   const nlohmann::json report = report_json(*model, name, options, results);
   if (options.json)
     print_json_line(report);
@@ -668,12 +698,20 @@ void setup_bench(CLI::App& app) {
       "bench",
       "Measure load, encode and decode speed on a fixed random batch (exactly --new-tokens\n"
       "decoder steps, eos ignored), next to this machine's sgemm rate and memory bandwidth.\n"
-      "Give --model DIR, or --shape base for a random Marian-base-sized model built in memory.");
+      "Give --model DIR, or --shape for a random model built in memory: base (Marian base,\n"
+      "encoder-decoder) or llama (decoder-only, LLaMA layout, 99,496,704 parameters).");
   const auto positive = CLI::Range(Index{1}, Index{1} << 20);
   auto* model = command->add_option("-m,--model", options->model_dir, "Model directory to measure");
-  command->add_option("--shape", options->shape, "A random model of this shape instead of --model: base (Marian base)")
-      ->check(CLI::Validator([](const std::string& s) { return s == "base" ? "" : "'" + s + "' is not a known shape (known: base)"; },
-                             "base"))
+  command
+      ->add_option("--shape", options->shape,
+                   "A random model of this shape instead of --model: base (Marian base: d 512, 6+6 layers, 8 heads,\n"
+                   "FFN 2048, vocab 32000, tied) or llama (hidden 768, 8 layers, 12 heads over 4 K/V heads,\n"
+                   "SwiGLU 2048, vocab 32000, untied lm_head: 99,496,704 parameters; --src-len is the prompt)")
+      ->check(CLI::Validator(
+          [](const std::string& s) {
+            return s == "base" || s == "llama" ? "" : "'" + s + "' is not a known shape (known: base, llama)";
+          },
+          "base|llama"))
       ->excludes(model);
   command->add_option("--batch", options->batch, "Sources (prompts) decoded together")->check(positive)->capture_default_str();
   command->add_option("--src-len", options->src_len, "Tokens per source (prompt)")->check(positive)->capture_default_str();
@@ -689,7 +727,7 @@ void setup_bench(CLI::App& app) {
   command->add_flag("--json", options->json, "One JSON object instead of the table");
   command->callback([options, command] {
     if (options->shape.empty() && !given(*command, "--model"))
-      throw CLI::ValidationError("--model", "give a model directory, or --shape base for a random one");
+      throw CLI::ValidationError("--model", "give a model directory, or --shape base|llama for a random one");
     run_bench(*options);
   });
 }

@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
-"""Writes the random Marian-base-shaped model that `ordo bench --shape base` builds in memory,
-as a model directory both ordo and tools/bench_peer.py can read:
+"""Writes the random model that `ordo bench --shape SHAPE` builds in memory, as a model
+directory both ordo and tools/bench_peer.py can read:
 
     /usr/bin/python3 tools/make_bench_model.py --out /tmp/ordo-bench-base
+    /usr/bin/python3 tools/make_bench_model.py --shape llama --out /tmp/ordo-bench-llama
 
-config.json is bench_peer.BASE_CONFIG (plus defaults and a "bench_model" version stamp that
-tools/bench.sh checks before reusing a directory); model.safetensors is F32, written by
-ordo_torch.save_model_dir, each tensor filled by bench_peer.random_values: the same values,
-bit for bit, as ordo's in-memory generator (tools/command_bench.cpp).
+Shapes (bench_peer.SHAPES): base, Marian's transformer-base encoder-decoder
+(bench_peer.BASE_CONFIG, ordo's format, 240 MB); llama, a decoder-only model in Hugging
+Face's LLaMA layout (bench_peer.LLAMA_CONFIG: hidden 768, 8 layers, 12 heads over 4 K/V
+heads, SwiGLU 2048, vocab 32000, untied lm_head; 99,496,704 parameters, 398 MB).
+
+config.json is the shape's config (plus defaults and a "bench_model" stamp, stamp(shape),
+that tools/bench.sh checks before reusing a directory); model.safetensors is F32, written
+by ordo_torch.save_model_dir (base) or save_llama_dir (llama), each tensor filled by
+bench_peer.random_values: the same values, bit for bit, as ordo's in-memory generator
+(tools/command_bench.cpp).
 """
 from __future__ import annotations
 
@@ -17,29 +24,37 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_peer import BASE_CONFIG, random_values  # noqa: E402  (no torch at import)
+from bench_peer import SHAPES, random_values  # noqa: E402  (no torch at import)
 
-# Bump when BASE_CONFIG or random_values change, so that stale directories are rebuilt.
+# Bump when a shape's config or random_values change, so that stale directories are rebuilt.
 VERSION = "1"
 
 
-def write_base_model(out: Path) -> None:
-    import torch
-    from ordo_torch import OrdoModel, save_model_dir
+def stamp(shape: str) -> str:
+    """The "bench_model" value of a directory of `shape`: the shape and VERSION."""
+    return f"{shape}-{VERSION}"
 
-    model = OrdoModel(BASE_CONFIG)
+
+def write_model(shape: str, out: Path) -> None:
+    import torch
+    from ordo_torch import LlamaModel, OrdoModel, save_llama_dir, save_model_dir
+
+    llama = shape == "llama"
+    model = (LlamaModel if llama else OrdoModel)(SHAPES[shape])
     with torch.no_grad():
         for name, tensor in model.state_dict().items():
             values = random_values(name, tensor.numel()).reshape(tuple(tensor.shape))
             tensor.copy_(torch.from_numpy(values))
-    save_model_dir(model, out, "F32", extra_config={"bench_model": VERSION})
+    save = save_llama_dir if llama else save_model_dir
+    save(model, out, "F32", extra_config={"bench_model": stamp(shape)})
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shape", choices=sorted(SHAPES), default="base", help="which model (default: base)")
     p.add_argument("--out", required=True, type=Path, help="directory to write (created if needed)")
     args = p.parse_args()
-    write_base_model(args.out)
+    write_model(args.shape, args.out)
     print(args.out)
     return 0
 
