@@ -57,6 +57,8 @@ __attribute__((target("avx2,fma"))) void matvec_avx2(const float* w, Index rows,
   }
 }
 
+constexpr Index kFarAhead = 12 * 1024;
+
 // One 8-float step of a tile: acc[i][j] += x_i[k..k+8) * w_j[k..k+8).
 template <int MX, int MW>
 __attribute__((target("avx2,fma"), always_inline)) inline void tile_step(const float* const* xs,
@@ -89,8 +91,13 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const float* const* xs, const
   Index k = 0;
   for (; k < unrolled_end; k += 8 * U) {
     // As many lines as the steps read of w (U * MW * 32 bytes): one tile alone keeps up.
-    for (int line = 0; line < (U * MW + 1) / 2 && ahead < ahead_end; ++line, ahead += 64)
+    // Each line is also asked for 12 KB further on, into L2, so that the L1 prefetch
+    // finds it there rather than in memory (a prefetch never faults, so running past
+    // the end of w is harmless): 1.2x at 16 rows from memory.
+    for (int line = 0; line < (U * MW + 1) / 2 && ahead < ahead_end; ++line, ahead += 64) {
       _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + kFarAhead, _MM_HINT_T1);
+    }
     for (int u = 0; u < U; ++u) tile_step<MX, MW>(xs, ws, k + 8 * u, acc[u]);
   }
   for (; k < vector_end; k += 8) tile_step<MX, MW>(xs, ws, k, acc[0]);
