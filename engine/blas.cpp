@@ -1,14 +1,17 @@
 #include "engine/blas.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cassert>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
+#include "engine/error.h"
 #include "engine/matvec.h"
 #include "engine/thread_pool.h"
 
@@ -39,6 +42,24 @@ std::shared_ptr<ThreadPool>& pool_slot() {
 // ordo runs every thread it uses: OpenBLAS is kept single-threaded, and a product is
 // split across the pool instead. Two thread pools on the same cores (OpenBLAS's idle
 // workers spin for a long while after each GEMM) slowed a 2-thread decode step 2-3x.
+// OpenBLAS (0.3.21, Debian 12's) allocates a 128 MB work buffer for each thread that runs
+// a product and, when that fails, retries forever (OpenBLAS issue #5289, fixed in 0.3.30):
+// under a tight address-space limit (ulimit -v) ordo hung in its first product. So check
+// at the first product, before OpenBLAS allocates, that the buffers of every thread fit
+// (with some room to spare), and fail with a message instead.
+constexpr std::size_t kOpenBlasBuffer = std::size_t{128} << 20;
+constexpr std::size_t kHeadroom = std::size_t{32} << 20;
+
+void check_room_for_openblas(int threads) {
+  const std::size_t bytes = static_cast<std::size_t>(threads) * kOpenBlasBuffer + kHeadroom;
+  void* probe = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (probe == MAP_FAILED)
+    throw Error("OpenBLAS", "cannot reserve the " + std::to_string(bytes >> 20) + " MB of address space that " +
+                                std::to_string(threads) + " thread(s) of products need",
+                "is a memory limit (ulimit -v) set too low? Raise it, or use fewer --threads");
+  ::munmap(probe, bytes);
+}
+
 std::shared_ptr<ThreadPool> make_pool(int threads) {
   openblas_set_num_threads(1);
   return std::make_shared<ThreadPool>(threads);
@@ -101,6 +122,9 @@ void sgemm(CBLAS_TRANSPOSE transpose_b, ConstMatrixRef a, ConstMatrixRef b, Matr
   // before OpenBLAS runs anything, however small the first product.
   static const bool pool_ready = (pool(), true);
   (void)pool_ready;
+  // Just before OpenBLAS allocates its buffers, when what else runs is allocated already.
+  static const bool room_checked = (check_room_for_openblas(pool()->threads()), true);
+  (void)room_checked;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b, narrow(c.rows()), narrow(c.cols()), narrow(a.cols()), alpha,
               a.data(), narrow(a.stride()), b.data(), narrow(b.stride()), beta, c.data(), narrow(c.stride()));
 }

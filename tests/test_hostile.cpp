@@ -227,5 +227,31 @@ TEST(Hostile, WrongKindsOfFilesSayWhatTheyAre) {
   std::filesystem::remove_all(dir);
 }
 
+// OpenBLAS 0.3.21 retries forever when it cannot allocate its work buffer (OpenBLAS
+// #5289): under a tight `ulimit -v`, `ordo translate` hung in its first product. Now it
+// checks the room first and ends with one line naming the limit (the test's own
+// `timeout 60` turns a hang into exit 124). Address space is what the sanitizers need
+// most of, so their builds skip this.
+TEST(Hostile, AnAddressSpaceLimitTooTightForOpenBlasIsAnErrorNotAHang) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#else
+  const auto dir = testing_support::temp_dir("ulimit");
+  const std::string err_path = (dir / "err").string(), code_path = (dir / "code").string();
+  const std::string command = "ulimit -v 300000; timeout 60 " + shell_quote(ORDO_CLI) +
+                              " translate --threads 1 'cats chase dogs' >/dev/null 2>" + shell_quote(err_path) +
+                              "; echo $? >" + shell_quote(code_path);
+  ASSERT_EQ(std::system(("sh -c " + shell_quote(command)).c_str()), 0);
+  std::ifstream code_file(code_path), err_file(err_path);
+  int code = -1;
+  code_file >> code;
+  std::stringstream err;
+  err << err_file.rdbuf();
+  EXPECT_EQ(code, 1) << "124 means ordo hung; stderr: " << err.str();
+  EXPECT_NE(err.str().find("ulimit -v"), std::string::npos) << err.str();
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 }  // namespace
 }  // namespace ordo
