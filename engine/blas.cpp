@@ -39,9 +39,6 @@ std::shared_ptr<ThreadPool>& pool_slot() {
   return pool;
 }
 
-// ordo runs every thread it uses: OpenBLAS is kept single-threaded, and a product is
-// split across the pool instead. Two thread pools on the same cores (OpenBLAS's idle
-// workers spin for a long while after each GEMM) slowed a 2-thread decode step 2-3x.
 // OpenBLAS (0.3.21, Debian 12's) allocates a 128 MB work buffer for each thread that runs
 // a product and, when that fails, retries forever (OpenBLAS issue #5289, fixed in 0.3.30):
 // under a tight address-space limit (ulimit -v) ordo hung in its first product. So check
@@ -60,6 +57,9 @@ void check_room_for_openblas(int threads) {
   ::munmap(probe, bytes);
 }
 
+// ordo runs every thread it uses: OpenBLAS is kept single-threaded, and a product is
+// split across the pool instead. Two thread pools on the same cores (OpenBLAS's idle
+// workers spin for a long while after each GEMM) slowed a 2-thread decode step 2-3x.
 std::shared_ptr<ThreadPool> make_pool(int threads) {
   openblas_set_num_threads(1);
   return std::make_shared<ThreadPool>(threads);
@@ -117,17 +117,21 @@ void small_gemm(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, fl
   split(*workers, b.rows(), 48, stream);  // whole blocks of 3 rows, whole cache lines of c
 }
 
+// Called on the caller's thread before any sgemm (and before a product is split, so
+// that the check never throws on a worker). The pool's creation is what makes OpenBLAS
+// single-threaded: it must exist before OpenBLAS runs anything, however small the first
+// product. The room check runs once, at the first product, when what else runs is
+// allocated already.
+void ready_for_openblas() {
+  static const bool ready = (check_room_for_openblas(pool()->threads()), true);
+  (void)ready;
+}
+
 void sgemm(CBLAS_TRANSPOSE transpose_b, ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
-  // The pool's creation is what makes OpenBLAS single-threaded: make sure it exists
-  // before OpenBLAS runs anything, however small the first product.
-  static const bool pool_ready = (pool(), true);
-  (void)pool_ready;
-  // Just before OpenBLAS allocates its buffers, when what else runs is allocated already.
-  static const bool room_checked = (check_room_for_openblas(pool()->threads()), true);
-  (void)room_checked;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b, narrow(c.rows()), narrow(c.cols()), narrow(a.cols()), alpha,
               a.data(), narrow(a.stride()), b.data(), narrow(b.stride()), beta, c.data(), narrow(c.stride()));
 }
+
 // gemm_nt with an optional epilogue.
 void multiply_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta, const Epilogue* epilogue) {
   assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
@@ -135,6 +139,7 @@ void multiply_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, f
   if (a.rows() == 1) return matvec(a, b, c, alpha, beta, epilogue);
   if (a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights)
     return small_gemm(a, b, c, alpha, beta, epilogue);
+  ready_for_openblas();
   // Threads take slices of b's rows (c's columns): each slice is a whole GEMM.
   const auto slice = [&](Index first, Index count, int) {
     sgemm(CblasTrans, a, b.row_block(first, count), c.col_block(first, count), alpha, beta);
@@ -166,6 +171,7 @@ void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float
     kernels::vecmat(a.data(), b.data(), b.rows(), b.cols(), b.stride(), c.data(), alpha, beta);
     return;
   }
+  ready_for_openblas();
   const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
   if (!workers) return sgemm(CblasNoTrans, a, b, c, alpha, beta);
   split(*workers, b.cols(), 16, [&](Index first, Index count, int) {
