@@ -18,7 +18,7 @@ void matvec(const float* w, Index rows, Index cols, Index stride, const float* x
 // y [m, rows] = alpha * x [m, cols] w^T + beta * y, for a few rows of x (a decode step
 // of a small batch): each weight is read from memory once and meets all m rows of x
 // while it is in cache, where sgemm would first copy the whole matrix into its packed
-// layout. Faster than sgemm up to 8 rows (engine/blas.cpp). Row i of x starts at
+// layout. Faster than sgemm up to 64 rows (engine/blas.cpp). Row i of x starts at
 // x + i * x_stride, of y at y + i * y_stride.
 void small_gemm_nt(const float* x, Index m, Index x_stride, const float* w, Index rows, Index cols, Index stride,
                    float* y, Index y_stride, float alpha, float beta);
