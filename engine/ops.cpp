@@ -78,7 +78,8 @@ void linear_then(ConstMatrixRef x, const Linear& layer, const Activation* activa
   const std::span<const float> bias = layer.bias.empty() ? std::span<const float>() : layer.bias.vector();
   if (bias.empty() && activation == nullptr) return blas::gemm_nt(x, layer.weight.matrix(), y);
   blas::gemm_nt(x, layer.weight.matrix(), y, [&](MatrixRef block, Index first) {
-    if (!bias.empty()) ops::add_row_vector(block, bias.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(block.cols())));
+    if (!bias.empty())
+      ops::add_row_vector(block, bias.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(block.cols())));
     if (activation != nullptr) ops::activate(*activation, block);
   });
 }

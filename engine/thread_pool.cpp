@@ -1,6 +1,5 @@
 #include "engine/thread_pool.h"
 
-
 namespace ordo {
 
 namespace {
