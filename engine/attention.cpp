@@ -50,7 +50,7 @@ void AttentionScratch::reserve_scores(Index elements) {
 
 void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
                                   Index heads, const AttentionMask& mask, const ScoreBias* bias,
-                                  Matrix& scores, MatrixRef context) {
+                                  Matrix& scores, MatrixRef context, const AttentionSite& site) {
   const Index d = q.cols();
   const Index head_dim = heads > 0 && d % heads == 0 ? d / heads : 0;
   const Index kv_heads = head_dim > 0 ? k.cols() / head_dim : 0;
@@ -74,6 +74,8 @@ void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatri
     if (bias != nullptr) bias->add(scores, h, mask.first_query_step);
     if (mask.causal) apply_causal_mask(mask.first_query_step, scores);
     ops::softmax_rows(scores);
+    if (site.observer != nullptr)
+      site.observer->observe({site.kind, site.layer, site.sequence, h, mask.first_query_step, scores.view()});
     // scores [Tq, Tk] x v_g [Tk, dh] -> context_h [Tq, dh]
     ops::matmul_nn(scores.view(), v.col_block(kv_first, head_dim), context.col_block(first, head_dim));
   }
@@ -114,7 +116,8 @@ void MultiHeadAttention::self_attention(ConstMatrixRef x, const BatchRows& rows,
     const ConstMatrixRef values = rows.of(scratch.values.view(), s).row_block(0, length);
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), keys, values, heads_,
                                  AttentionMask{false, rows.first_step(s)}, bias_.get(), scores,
-                                 rows.of(scratch.context.view(), s));
+                                 rows.of(scratch.context.view(), s),
+                                 {scratch.observer, AttentionKind::Encoder, scratch.layer, s});
   });
   ops::linear(scratch.context, weights_.out, out);
 }
@@ -157,7 +160,8 @@ void MultiHeadAttention::cached_self_attention(ConstMatrixRef x, const BatchRows
     }
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), std::as_const(cache).keys(slot, 0, visible),
                                  std::as_const(cache).values(slot, 0, visible), heads_, AttentionMask{true, first},
-                                 bias_.get(), scores, context);
+                                 bias_.get(), scores, context,
+                                 {scratch.observer, AttentionKind::Decoder, scratch.layer, s});
   });
   ops::linear(scratch.context, weights_.out, out);
 }
@@ -185,9 +189,11 @@ void MultiHeadAttention::cross_attention(ConstMatrixRef x, const BatchRows& rows
   for_each_sequence(rows, typical_keys, model_dim(), scratch, [&](Index s, Matrix& scores) {
     const Index source = index.source_of[static_cast<std::size_t>(s)];
     const Index length = index.source_lengths[static_cast<std::size_t>(source)];
+    // Not causal; the query step only tells an observer which decoder step row 0 is.
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), memory.keys(source, 0, length),
-                                 memory.values(source, 0, length), heads_, AttentionMask{}, nullptr, scores,
-                                 rows.of(scratch.context.view(), s));
+                                 memory.values(source, 0, length), heads_, AttentionMask{false, rows.first_step(s)},
+                                 nullptr, scores, rows.of(scratch.context.view(), s),
+                                 {scratch.observer, AttentionKind::Cross, scratch.layer, s});
   });
   ops::linear(scratch.context, weights_.out, out);
 }

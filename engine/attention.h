@@ -40,6 +40,36 @@ struct AttentionMask {
   Index first_query_step = 0;
 };
 
+// Which attention of the stack a call is.
+enum class AttentionKind {
+  Encoder,  // the encoder's bidirectional self-attention
+  Decoder,  // the decoder's causal self-attention
+  Cross,    // the decoder's attention over the encoder output
+};
+
+// One head's attention probabilities for one sequence, as the softmax left them (after
+// score bias and mask): row i is the query at step first_query_step + i, column j the
+// key at step j (cross-attention: source token j). Rows sum to 1.
+struct AttentionProbabilities {
+  AttentionKind kind;
+  Index layer;                   // 0-based, within the encoder or the decoder stack
+  Index sequence;                // the sequence within the call's batch (decoder: live sequence)
+  Index head;
+  Index first_query_step;        // 0 in the encoder; the decoder step of row 0
+  ConstMatrixRef probabilities;  // [Tq, Tk]; valid only during the call
+};
+
+// Sees attention probabilities as they are computed, to record or show them (ordo viz
+// attention, tests). Off unless a stack's AttentionScratch::observer is set; off, it
+// costs one null test per head. observe() may run concurrently on the attention
+// threads, for different sequences (never for one sequence twice at once), so an
+// implementation that stores must lock (AttentionRecorder does).
+class AttentionObserver {
+ public:
+  virtual ~AttentionObserver() = default;
+  virtual void observe(const AttentionProbabilities& probabilities) = 0;
+};
+
 // Scratch buffers for attention calls; reserve once, reuse every step.
 struct AttentionScratch {
   Matrix queries;  // [S*T, d]
@@ -50,16 +80,30 @@ struct AttentionScratch {
   // shared out among the threads).
   std::vector<Matrix> scores;
 
+  // Optional: shown every head's probabilities. The stack that owns this scratch sets
+  // `layer` before each layer's attention, so the observer is told where it is.
+  AttentionObserver* observer = nullptr;
+  Index layer = 0;
+
   // Room for `elements` scores in every thread's matrix, so that no step allocates.
   void reserve_scores(Index elements);
 };
 
+// Where one scaled_dot_product_attention call sits, for its observer.
+struct AttentionSite {
+  AttentionObserver* observer = nullptr;  // null: nobody is told
+  AttentionKind kind = AttentionKind::Encoder;
+  Index layer = 0;
+  Index sequence = 0;
+};
+
 // The attention core for one sequence, all heads: q [Tq, H*dh], k and v [Tk, Hkv*dh]
 // -> context [Tq, H*dh]. `bias` may be null. `scores` is resized to [Tq, Tk] and holds
-// the last head's probabilities afterwards. Throws Error on inconsistent shapes.
+// the last head's probabilities afterwards; each head's are shown to site.observer,
+// if any. Throws Error on inconsistent shapes.
 void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
                                   Index heads, const AttentionMask& mask, const ScoreBias* bias,
-                                  Matrix& scores, MatrixRef context);
+                                  Matrix& scores, MatrixRef context, const AttentionSite& site = {});
 
 struct AttentionWeights {
   Linear q, k, v, out;

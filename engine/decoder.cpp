@@ -186,6 +186,7 @@ void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_
   const MemoryIndex memory{state.source_of_, state.memory_lengths_};
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const DecoderLayer& layer = layers_[i];
+    state.attention_.layer = static_cast<Index>(i);  // for an observer of the probabilities
     residual_block(x, layer.self_attention_norm, placement_, state.residual_,
                    [&](ConstMatrixRef in, MatrixRef delta) {
                      layer.self_attention.cached_self_attention(in, rows, state.self_attention_[i],

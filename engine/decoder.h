@@ -69,6 +69,11 @@ class DecoderState {
   // or not at all. Allocates nothing. Throws Error on an out-of-range parent.
   void reorder(std::span<const Index> parents);
 
+  // Shows every head's self- and cross-attention probabilities of the following
+  // steps/feeds to `observer` (null: nobody, the default). The observer must outlive
+  // its use; this state does not own it, and keeps it across start() until changed.
+  void set_attention_observer(AttentionObserver* observer) { attention_.observer = observer; }
+
  private:
   friend class Decoder;
   std::vector<KeyValueCache> self_attention_;   // per layer: [slots, capacity, width]

@@ -14,7 +14,9 @@ void Encoder::encode(std::span<const int> ids, const BatchRows& rows, EncoderWor
   check_batch_rows("encoder", rows, static_cast<Index>(ids.size()));
   out.resize(rows.rows(), dim());
   embedding_.embed(ids, rows, out);
-  for (const EncoderLayer& layer : layers_) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const EncoderLayer& layer = layers_[i];
+    ws.attention.layer = static_cast<Index>(i);  // for an observer of the probabilities
     residual_block(out, layer.self_attention_norm, placement_, ws.residual,
                    [&](ConstMatrixRef in, MatrixRef delta) {
                      layer.self_attention.self_attention(in, rows, ws.attention, delta);
