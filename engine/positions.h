@@ -4,7 +4,7 @@
 // layer (sinusoidal, learned, or none). Rotary (RoPE) instead rotates q and k inside
 // every self-attention, so that <R_m q, R_n k> depends only on m - n. A third kind,
 // ScoreBias, adds a bias per head to the attention scores themselves (ALiBi, T5's
-// relative buckets); ordo has none yet, the interface is where they plug in.
+// relative buckets, engine/relative_positions.h).
 //
 // Positions are counted in *steps* from the start of a sequence: step s of a sequence
 // has position `offset + s`, where `offset` is the model's position_offset. With a
@@ -109,9 +109,9 @@ class RotaryEmbedding {
 };
 
 // A bias added to one head's attention scores before the softmax, from the positions of
-// query and key: ALiBi (-m_h |i - j|) and T5 relative buckets implement this in a later
-// issue. Attention calls it per sequence and head, after scaling by 1/sqrt(dh) and
-// before masking, so an implementation sees exactly the scores it biases.
+// query and key: ALiBi (-m_h |i - j|) and T5 relative buckets (engine/relative_positions.h).
+// Attention calls it per sequence and head, after scaling by 1/sqrt(dh) and before
+// masking, so an implementation sees exactly the scores it biases.
 class ScoreBias {
  public:
   virtual ~ScoreBias() = default;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "engine/error.h"
+#include "engine/relative_positions.h"
 #include "models/tensor_names.h"
 
 namespace ordo {
@@ -51,7 +52,9 @@ class Binder {
                                                      config_.sinusoidal_frequencies, config_.position_offset);
       case PositionEncoding::Learned:
         return std::make_shared<LearnedPositions>(required(stack, Role::Positions), config_.position_offset);
-      case PositionEncoding::Rope:
+      case PositionEncoding::Rope:  // in attention: q and k rotated, or scores biased
+      case PositionEncoding::Alibi:
+      case PositionEncoding::T5Relative:
       case PositionEncoding::None:
         return std::make_shared<NoPositions>();
     }
@@ -64,11 +67,34 @@ class Binder {
                                              config_.position_offset);
   }
 
+  // The stack's self-attention score bias, one instance shared by all its layers (T5
+  // shares the table the same way); the encoder looks both ways, the decoder back.
+  std::shared_ptr<const ScoreBias> score_bias(Stack stack, Index heads) const {
+    const Direction direction = stack == Stack::Encoder ? Direction::Bidirectional : Direction::Causal;
+    switch (config_.position_encoding) {
+      case PositionEncoding::Alibi:
+        return std::make_shared<AlibiBias>(heads, direction);
+      case PositionEncoding::T5Relative:
+        return std::make_shared<T5RelativeBias>(required(stack, Role::RelativeBias), direction,
+                                                config_.relative_attention_max_distance);
+      default:
+        return nullptr;
+    }
+  }
+
+  struct SelfAttentionPositions {
+    std::shared_ptr<const RotaryEmbedding> rotary;
+    std::shared_ptr<const ScoreBias> bias;
+  };
+  SelfAttentionPositions self_attention_positions(Stack stack, Index heads, Index head_dim) const {
+    return {rotary(head_dim), score_bias(stack, heads)};
+  }
+
   MultiHeadAttention self_attention(Stack stack, Index layer, Index heads,
-                                    std::shared_ptr<const RotaryEmbedding> rotary) const {
+                                    const SelfAttentionPositions& positions) const {
     return MultiHeadAttention({linear(stack, Role::SelfQuery, layer), linear(stack, Role::SelfKey, layer),
                                linear(stack, Role::SelfValue, layer), linear(stack, Role::SelfOutput, layer)},
-                              heads, std::move(rotary));
+                              heads, positions.rotary, positions.bias);
   }
 
   // Cross-attention is never rotated: source and target positions are unrelated.
@@ -107,21 +133,23 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
 
   std::optional<Encoder> encoder;
   if (config.has_encoder()) {
-    const auto rotary = bind.rotary(config.encoder_head_dim());
+    const auto positions =
+        bind.self_attention_positions(e, config.encoder_attention_heads, config.encoder_head_dim());
     std::vector<EncoderLayer> layers;
     for (Index i = 0; i < config.encoder_layers; ++i)
-      layers.push_back(EncoderLayer{bind.self_attention(e, i, config.encoder_attention_heads, rotary),
+      layers.push_back(EncoderLayer{bind.self_attention(e, i, config.encoder_attention_heads, positions),
                                     bind.norm(e, Role::SelfNorm, i), bind.feed_forward(e, i),
                                     bind.norm(e, Role::FeedForwardNorm, i)});
     encoder.emplace(bind.embedding(e), std::move(layers), bind.optional_norm(e, Role::FinalNorm), bind.placement());
   }
 
-  const auto rotary = bind.rotary(config.decoder_head_dim());
+  const auto positions =
+      bind.self_attention_positions(d, config.decoder_attention_heads, config.decoder_head_dim());
   std::vector<DecoderLayer> layers;
   for (Index i = 0; i < config.decoder_layers; ++i) {
     std::optional<CrossAttentionBlock> cross;
     if (config.has_encoder()) cross = bind.cross_attention(i);
-    layers.push_back(DecoderLayer{bind.self_attention(d, i, config.decoder_attention_heads, rotary),
+    layers.push_back(DecoderLayer{bind.self_attention(d, i, config.decoder_attention_heads, positions),
                                   bind.norm(d, Role::SelfNorm, i), std::move(cross), bind.feed_forward(d, i),
                                   bind.norm(d, Role::FeedForwardNorm, i)});
   }

@@ -26,6 +26,8 @@ constexpr EnumName<PositionEncoding> kPositionEncodings[] = {
     {"learned", PositionEncoding::Learned},
     {"rope", PositionEncoding::Rope},
     {"none", PositionEncoding::None},
+    {"alibi", PositionEncoding::Alibi},
+    {"t5_relative", PositionEncoding::T5Relative},
 };
 constexpr EnumName<SinusoidalLayout> kSinusoidalLayouts[] = {
     {"interleaved", SinusoidalLayout::Interleaved},
@@ -106,7 +108,7 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
     if (c.d_model % 2 != 0)
       keys.fail("d_model", "sinusoidal positions need an even d_model, got " +
                                std::to_string(c.d_model),
-                "or set position_encoding to learned, rope or none");
+                "or choose another position_encoding: learned, rope, alibi, t5_relative or none");
     if (c.sinusoidal_frequencies == SinusoidalFrequencies::Tensor2Tensor && c.d_model < 4)
       keys.fail("sinusoidal_frequencies",
                 "tensor2tensor frequencies need d_model >= 4, got d_model=" +
@@ -122,6 +124,21 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
     };
     if (c.has_encoder()) even_head_dim("encoder_attention_heads", c.encoder_attention_heads);
     even_head_dim("decoder_attention_heads", c.decoder_attention_heads);
+  }
+
+  if (c.position_encoding == PositionEncoding::T5Relative) {
+    // The bucket function divides each side's buckets in two and takes
+    // log(max_distance / exact buckets): fewer buckets or a shorter distance is no table.
+    if (c.relative_attention_num_buckets < 4)
+      keys.fail("relative_attention_num_buckets",
+                "t5_relative needs at least 4 buckets, got " + std::to_string(c.relative_attention_num_buckets),
+                "T5 uses 32");
+    if (c.relative_attention_max_distance <= c.relative_attention_num_buckets / 2)
+      keys.fail("relative_attention_max_distance",
+                "must be more than relative_attention_num_buckets / 2 = " +
+                    std::to_string(c.relative_attention_num_buckets / 2) + ", got " +
+                    std::to_string(c.relative_attention_max_distance),
+                "T5 uses 128 with 32 buckets");
   }
 
   if (c.share_encoder_decoder_embeddings && c.vocab_size != c.decoder_vocab_size)
@@ -162,6 +179,10 @@ ModelConfig ordo_config(const KeyReader& keys) {
   c.position_offset = keys.index("position_offset", c.position_offset);
   c.rope_theta = keys.real("rope_theta", c.rope_theta);
   c.rope_layout = keys.enumeration("rope_layout", kRopeLayouts, c.rope_layout);
+  c.relative_attention_num_buckets =
+      keys.index("relative_attention_num_buckets", c.relative_attention_num_buckets);
+  c.relative_attention_max_distance =
+      keys.index("relative_attention_max_distance", c.relative_attention_max_distance);
   c.share_encoder_decoder_embeddings =
       keys.boolean("share_encoder_decoder_embeddings", c.share_encoder_decoder_embeddings);
   c.tie_word_embeddings = keys.boolean("tie_word_embeddings", c.tie_word_embeddings);
@@ -265,6 +286,8 @@ nlohmann::json ModelConfig::to_json() const {
   j["position_offset"] = position_offset;
   j["rope_theta"] = rope_theta;
   j["rope_layout"] = std::string(name_of(kRopeLayouts, rope_layout));
+  j["relative_attention_num_buckets"] = relative_attention_num_buckets;
+  j["relative_attention_max_distance"] = relative_attention_max_distance;
   j["share_encoder_decoder_embeddings"] = share_encoder_decoder_embeddings;
   j["tie_word_embeddings"] = tie_word_embeddings;
   j["layer_norm_eps"] = layer_norm_eps;

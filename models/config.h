@@ -25,7 +25,9 @@
 
 namespace ordo {
 
-enum class PositionEncoding { Sinusoidal, Learned, Rope, None };
+// Sinusoidal and learned add vectors to the embeddings; rope rotates q and k; alibi and
+// t5_relative bias the self-attention scores; none is the order-blind ablation.
+enum class PositionEncoding { Sinusoidal, Learned, Rope, None, Alibi, T5Relative };
 
 std::string_view position_encoding_name(PositionEncoding encoding);
 
@@ -63,6 +65,10 @@ struct ModelConfig {
   Index position_offset = 0;
   double rope_theta = 10000.0;
   RopeLayout rope_layout = RopeLayout::Half;
+  // t5_relative: buckets of the [buckets, heads] bias table per stack, and the distance
+  // beyond which all distances share a side's last bucket (T5's defaults).
+  Index relative_attention_num_buckets = 32;
+  Index relative_attention_max_distance = 128;
   bool share_encoder_decoder_embeddings = true;
   bool tie_word_embeddings = true;
   double layer_norm_eps = 1e-5;

@@ -17,6 +17,8 @@ enum class Dim {
   QueryWidth,    // heads x head_dim
   KvWidth,       // K/V heads x head_dim of self-attention
   PositionRows,  // max_position_embeddings + position_offset
+  Buckets,       // relative_attention_num_buckets
+  Heads,         // the stack's attention heads
   One,
 };
 
@@ -33,6 +35,7 @@ enum Need : unsigned {
   kAttentionBias = 1u << 7,       // attention_bias
   kMlpBias = 1u << 8,             // mlp_bias
   kOptional = 1u << 9,            // may be present in any model
+  kT5Relative = 1u << 10,         // position_encoding == t5_relative
 };
 
 // Which stacks a rule is for.
@@ -59,6 +62,7 @@ constexpr Rule kOrdoTensors[] = {
     {kD, OutputHead, Weight, "lm_head.weight", {Vocab, Model}, 2, kUntiedHead},
     {kD, FinalLogitsBias, Weight, "final_logits_bias", {One, Vocab}, 2, kOptional},
     {kED, Positions, Weight, "model.{stack}.embed_positions.weight", {PositionRows, Model}, 2, kLearnedPositions},
+    {kED, RelativeBias, Weight, "model.{stack}.relative_attention_bias.weight", {Buckets, Heads}, 2, kT5Relative},
     {kE, EmbeddingNorm, Weight, "model.encoder.layernorm_embedding.weight", {Model}, 1, kEmbeddingNorm},
     {kE, EmbeddingNorm, Bias, "model.encoder.layernorm_embedding.bias", {Model}, 1, kEmbeddingNorm},
     {kD, EmbeddingNorm, Weight, "model.decoder.layernorm_embedding.weight", {Model}, 1, kEmbeddingNorm},
@@ -141,7 +145,7 @@ bool holds(unsigned needs, const ModelConfig& c) {
          need(kLearnedPositions, c.position_encoding == PositionEncoding::Learned) &&
          need(kEmbeddingNorm, c.layernorm_embedding) && need(kPreNorm, c.normalize_before) &&
          need(kEncoder, c.has_encoder()) && need(kAttentionBias, c.attention_bias) &&
-         need(kMlpBias, c.mlp_bias);
+         need(kMlpBias, c.mlp_bias) && need(kT5Relative, c.position_encoding == PositionEncoding::T5Relative);
 }
 
 // A rule applies to a stack the model has, when its conditions hold.
@@ -160,6 +164,8 @@ Index resolve(Dim dim, Stack stack, const ModelConfig& c) {
     case QueryWidth: return encoder ? c.d_model : c.decoder_attention_heads * c.decoder_head_dim();
     case KvWidth: return encoder ? c.d_model : c.num_key_value_heads * c.decoder_head_dim();
     case PositionRows: return c.max_position_embeddings + c.position_offset;
+    case Buckets: return c.relative_attention_num_buckets;
+    case Heads: return encoder ? c.encoder_attention_heads : c.decoder_attention_heads;
     case One: return 1;
   }
   return 0;
@@ -177,6 +183,8 @@ std::string meaning(Dim dim, Stack stack, const ModelConfig& c) {
       return encoder ? "d_model" : llama ? "num_attention_heads x head_dim" : "d_model";
     case KvWidth: return encoder ? "d_model" : "num_key_value_heads x head_dim";
     case PositionRows: return "max_position_embeddings + position_offset";
+    case Buckets: return "relative_attention_num_buckets";
+    case Heads: return encoder ? "encoder_attention_heads" : llama ? "num_attention_heads" : "decoder_attention_heads";
     case One: return "1";
   }
   return "?";

@@ -25,6 +25,7 @@ enum class Role {
   // Once per stack.
   TokenEmbedding,   // [vocab, d]
   Positions,        // learned position table
+  RelativeBias,     // T5's [buckets, heads] table, shared by the stack's self-attentions
   EmbeddingNorm,    // a norm right after the embedding
   FinalNorm,        // the norm after the last layer (pre-norm stacks)
   OutputHead,       // the decoder's logits projection, when not tied to the embedding

@@ -87,6 +87,8 @@ TEST(Config, FullConfigRoundTripsThroughToJson) {
   full["position_offset"] = 2;
   full["rope_theta"] = 500000.0;
   full["rope_layout"] = "interleaved";
+  full["relative_attention_num_buckets"] = 16;
+  full["relative_attention_max_distance"] = 64;
   full["layer_norm_eps"] = 1e-6;
   full["bos_token_id"] = 4;
 
@@ -195,10 +197,36 @@ TEST(Config, WrongJsonTypesNameTheKey) {
   EXPECT_THAT(error_with("d_model", 18446744073709551615ull), HasSubstr("key 'd_model'"));
 }
 
+TEST(Config, RelativeSchemesReadTheirKeys) {
+  json config = minimal();
+  config["position_encoding"] = "alibi";
+  EXPECT_EQ(ModelConfig::from_json(config, "c").position_encoding, PositionEncoding::Alibi);
+  config["position_encoding"] = "t5_relative";
+  const ModelConfig t5 = ModelConfig::from_json(config, "c");
+  EXPECT_EQ(t5.position_encoding, PositionEncoding::T5Relative);
+  EXPECT_EQ(t5.relative_attention_num_buckets, 32);  // T5's defaults
+  EXPECT_EQ(t5.relative_attention_max_distance, 128);
+}
+
+TEST(Config, UnusableT5BucketsNameTheKey) {
+  json t5 = minimal();
+  t5["position_encoding"] = "t5_relative";
+  EXPECT_THAT(error_with("relative_attention_num_buckets", 3, t5),
+              HasSubstr("key 'relative_attention_num_buckets': t5_relative needs at least 4 buckets, got 3"));
+  EXPECT_THAT(error_with("relative_attention_max_distance", 16, t5),
+              HasSubstr("key 'relative_attention_max_distance': must be more than "
+                        "relative_attention_num_buckets / 2 = 16, got 16"));
+  EXPECT_THAT(error_with("relative_attention_num_buckets", -1, t5), HasSubstr("relative_attention_num_buckets"));
+  // Other schemes never read the table, so its keys are not held against them.
+  json sinusoidal = minimal();
+  sinusoidal["relative_attention_num_buckets"] = 2;
+  EXPECT_NO_THROW(ModelConfig::from_json(sinusoidal, "c"));
+}
+
 TEST(Config, UnknownEnumValuesListTheChoices) {
   EXPECT_THAT(error_with("position_encoding", "sinus"),
               HasSubstr("dir/config.json: key 'position_encoding': unknown value \"sinus\" "
-                        "(expected one of: sinusoidal, learned, rope, none)"));
+                        "(expected one of: sinusoidal, learned, rope, none, alibi, t5_relative)"));
   EXPECT_THAT(error_with("sinusoidal_layout", "halves"),
               HasSubstr("key 'sinusoidal_layout': unknown value \"halves\" (expected one of: "
                         "interleaved, split)"));

@@ -64,7 +64,7 @@ TEST(GenerationParity, OracleCoversBothFamiliesAndTheirVariants) {
   for (const char* want : {"ordo", "llama", "kv1", "kv2", "kv4", "tied", "untied", "sharded", "attention_bias",
                            "mlp_bias", "head_dim", "eos list", "F32", "F16", "BF16", "sinusoidal-post",
                            "sinusoidal-pre", "learned-post", "learned-pre", "rope-post", "rope-pre", "none-post",
-                           "none-pre"})
+                           "none-pre", "alibi-post", "alibi-pre", "t5_relative-post", "t5_relative-pre"})
     EXPECT_TRUE(kinds.contains(want)) << "no generation model covers " << want;
 }
 

@@ -57,7 +57,7 @@ TEST(Parity, OracleCoversEverySchemeLayoutNormAndDtype) {
     if (scheme == "sinusoidal") seen.insert("sinusoidal/" + config.value("sinusoidal_layout", std::string("interleaved")));
     if (scheme == "rope") seen.insert("rope/" + config.value("rope_layout", std::string("half")));
   }
-  for (const char* expected : {"sinusoidal", "learned", "rope", "none", "pre-norm", "post-norm",
+  for (const char* expected : {"sinusoidal", "learned", "rope", "none", "alibi", "t5_relative", "pre-norm", "post-norm",
                                "sinusoidal/interleaved", "sinusoidal/split", "rope/half", "rope/interleaved"})
     EXPECT_TRUE(seen.contains(expected)) << "no oracle model for " << expected;
 }

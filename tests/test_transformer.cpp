@@ -42,6 +42,12 @@ const std::vector<nlohmann::json> kSchemes = {
     {{"position_encoding", "rope"}, {"rope_layout", "interleaved"}, {"position_offset", 3}},
     {{"position_encoding", "none"}},
     {{"position_encoding", "sinusoidal"}, {"normalize_before", true}, {"layernorm_embedding", true}},
+    {{"position_encoding", "alibi"}},
+    {{"position_encoding", "alibi"}, {"normalize_before", true}, {"position_offset", 2}},
+    // Few buckets and a short max_distance, so that these short sequences reach the
+    // logarithmic buckets and the last one.
+    {{"position_encoding", "t5_relative"}, {"relative_attention_num_buckets", 8}, {"relative_attention_max_distance", 6}},
+    {{"position_encoding", "t5_relative"}, {"normalize_before", true}},
 };
 
 double max_abs_diff(ConstMatrixRef a, ConstMatrixRef b) {

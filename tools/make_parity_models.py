@@ -127,10 +127,15 @@ POSITIONS = {  # name -> config
     "rope-half": {"position_encoding": "rope", "rope_layout": "half"},
     "rope-interleaved": {"position_encoding": "rope", "rope_layout": "interleaved"},
     "none": {"position_encoding": "none"},
+    "alibi": {"position_encoding": "alibi"},
+    # 16 buckets up to distance 20: these short sequences reach the exact buckets, the
+    # logarithmic ones and the last (T5's 32 / 128 are checked by hand in C++).
+    "t5": {"position_encoding": "t5_relative", "relative_attention_num_buckets": 16,
+           "relative_attention_max_distance": 20},
 }
 NORMS = {"post": False, "pre": True}
 DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
-OFFSETS = {"learned": 2, "sinusoidal": 1, "rope": 3, "none": 2}
+OFFSETS = {"learned": 2, "sinusoidal": 1, "rope": 3, "none": 2, "alibi": 1, "t5_relative": 3}
 
 BASE = {
     "vocab_size": 40, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
@@ -195,6 +200,8 @@ def random_weights_(model: OrdoModel, generator: torch.Generator) -> None:
             std, mean = 0.5, 0.0
         elif "embed_positions" in name:
             std, mean = 0.5, 0.0
+        elif "relative_attention_bias" in name:  # large enough to reorder attention
+            std, mean = 1.0, 0.0
         elif "embed_tokens" in name or name == "model.shared.weight":
             std, mean = emb_std, 0.0
         elif "layer_norm" in name or "layernorm" in name:

@@ -84,6 +84,8 @@ __all__ = [
     "read_safetensors",
     "sinusoidal_positions",
     "rope_rotate",
+    "alibi_slopes",
+    "t5_relative_position_bucket",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -93,7 +95,7 @@ __all__ = [
 _REQUIRED = object()
 _ENUMS = {
     "activation_function": ("relu", "gelu", "swish"),
-    "position_encoding": ("sinusoidal", "learned", "rope", "none"),
+    "position_encoding": ("sinusoidal", "learned", "rope", "none", "alibi", "t5_relative"),
     "sinusoidal_layout": ("interleaved", "split"),
     "sinusoidal_frequencies": ("vaswani", "tensor2tensor"),
     "rope_layout": ("half", "interleaved"),
@@ -123,6 +125,8 @@ _SCHEMA = [
     ("position_offset", "int", 0),
     ("rope_theta", "float", 10000.0),
     ("rope_layout", "enum", "half"),
+    ("relative_attention_num_buckets", "int", 32),
+    ("relative_attention_max_distance", "int", 128),
     ("share_encoder_decoder_embeddings", "bool", True),
     ("tie_word_embeddings", "bool", True),
     ("layer_norm_eps", "float", 1e-5),
@@ -236,6 +240,14 @@ def full_config(partial: dict) -> dict:
             if key in cfg and (d // cfg[key]) % 2 != 0:
                 raise ValueError(f"config key '{key}': rope needs an even head_dim, "
                                  f"got d_model/heads = {d // cfg[key]}")
+    if cfg["position_encoding"] == "t5_relative":
+        buckets, distance = cfg["relative_attention_num_buckets"], cfg["relative_attention_max_distance"]
+        if buckets < 4:
+            raise ValueError(f"config key 'relative_attention_num_buckets': t5_relative needs at "
+                             f"least 4 buckets, got {buckets}")
+        if distance <= buckets // 2:
+            raise ValueError(f"config key 'relative_attention_max_distance' must be more than "
+                             f"relative_attention_num_buckets / 2 = {buckets // 2}, got {distance}")
     if cfg["share_encoder_decoder_embeddings"] and cfg["vocab_size"] != cfg["decoder_vocab_size"]:
         raise ValueError("config key 'share_encoder_decoder_embeddings' is true but vocab_size="
                          f"{cfg['vocab_size']} != decoder_vocab_size={cfg['decoder_vocab_size']}")
@@ -316,6 +328,54 @@ def rope_rotate(x: Tensor, positions: Tensor, theta: float = 10000.0,
     raise ValueError(f"unknown rope layout {layout!r}")
 
 
+def alibi_slopes(heads: int) -> List[float]:
+    """ALiBi's head slopes, as Press et al. give them: for a power of two n, the geometric
+    sequence starting at 2^(-8/n) with that ratio; otherwise the slopes of the closest
+    lower power of two, then every other slope of twice that power."""
+    def power_of_2(n: int) -> List[float]:
+        start = 2.0 ** (-(2.0 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(heads).is_integer():
+        return power_of_2(heads)
+    closest = 2 ** math.floor(math.log2(heads))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: heads - closest]
+
+
+def alibi_bias(heads: int, length: int, causal: bool) -> Tensor:
+    """[heads, length, length]: -m_h |i - j| (an encoder), or -m_h (i - j) (causal; keys
+    after the query are masked by the caller)."""
+    i = torch.arange(length)[:, None]
+    j = torch.arange(length)[None, :]
+    distance = (i - j) if causal else (i - j).abs()
+    slopes = torch.tensor(alibi_slopes(heads), dtype=torch.float64)
+    return (-slopes[:, None, None] * distance[None].to(torch.float64)).to(torch.float32)
+
+
+def t5_relative_position_bucket(relative_position: Tensor, bidirectional: bool,
+                                num_buckets: int, max_distance: int) -> Tensor:
+    """T5's bucket of relative_position = key position - query position, ported from the
+    T5 paper's reference code (mesh_tensorflow's _relative_position_bucket): half the
+    buckets per direction when bidirectional (keys after the query in the upper half);
+    otherwise only keys before the query are told apart. Small distances get a bucket
+    each, larger ones logarithmically wider buckets up to max_distance; beyond it, the
+    last. Computed in float32, as T5 does."""
+    ret = torch.zeros_like(relative_position)
+    n = -relative_position
+    if bidirectional:
+        num_buckets //= 2
+        ret += (n < 0).to(torch.long) * num_buckets
+        n = torch.abs(n)
+    else:
+        n = torch.max(n, torch.zeros_like(n))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    val_if_large = max_exact + (
+        torch.log(n.to(torch.float32) / max_exact) / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)).to(torch.long)
+    val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
+    return ret + torch.where(is_small, n, val_if_large)
+
+
 # ----------------------------------------------------------------------------------------
 # Layers
 # ----------------------------------------------------------------------------------------
@@ -348,10 +408,12 @@ class Attention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
 
     def forward(self, query: Tensor, memory: Tensor, key_padding_mask: Optional[Tensor] = None,
-                causal: bool = False, rope: Optional[Tuple[float, str, int]] = None) -> Tensor:
-        """rope: (theta, layout, offset) to rotate q and k of a self-attention."""
-        if rope is not None or self.kv_heads != self.heads:
-            return self._explicit(query, memory, key_padding_mask, causal, rope)
+                causal: bool = False, rope: Optional[Tuple[float, str, int]] = None,
+                bias: Optional[Tensor] = None) -> Tensor:
+        """rope: (theta, layout, offset) to rotate q and k of a self-attention; bias
+        [heads, T, S] added to the scaled scores (ALiBi, T5 relative)."""
+        if rope is not None or bias is not None or self.kv_heads != self.heads:
+            return self._explicit(query, memory, key_padding_mask, causal, rope, bias)
         T, S = query.shape[1], memory.shape[1]
         attn_mask = _causal_mask(T, S, query.device) if causal else None
         # multi_head_attention_forward is sequence-first: [T, B, D].
@@ -372,7 +434,7 @@ class Attention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, heads, self.head_dim).transpose(1, 2)
 
-    def _explicit(self, query, memory, key_padding_mask, causal, rope):
+    def _explicit(self, query, memory, key_padding_mask, causal, rope, bias=None):
         q = self._split(F.linear(query, self.q_proj.weight, self.q_proj.bias), self.heads)
         k = self._split(F.linear(memory, self.k_proj.weight, self.k_proj.bias), self.kv_heads)
         v = self._split(F.linear(memory, self.v_proj.weight, self.v_proj.bias), self.kv_heads)
@@ -383,7 +445,7 @@ class Attention(nn.Module):
         group = self.heads // self.kv_heads
         if group > 1:
             k, v = repeat_kv(k, group), repeat_kv(v, group)
-        out = explicit_attention(q, k, v, key_padding_mask, causal)
+        out = explicit_attention(q, k, v, key_padding_mask, causal, bias)
         B, H, T, hd = out.shape
         out = out.transpose(1, 2).reshape(B, T, H * hd)
         return F.linear(out, self.out_proj.weight, self.out_proj.bias)
@@ -402,10 +464,12 @@ def _causal_mask(T: int, S: int, device) -> Tensor:
 
 
 def explicit_attention(q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor],
-                       causal: bool) -> Tensor:
-    """softmax(q k^T / sqrt(hd) + mask) v for q [B,H,T,hd], k/v [B,H,S,hd];
-    key_padding_mask [B,S] True = pad."""
+                       causal: bool, bias: Optional[Tensor] = None) -> Tensor:
+    """softmax(q k^T / sqrt(hd) + bias + mask) v for q [B,H,T,hd], k/v [B,H,S,hd];
+    bias [H,T,S] or None; key_padding_mask [B,S] True = pad."""
     scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)[None]
     if key_padding_mask is not None:
         scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
     if causal:
@@ -437,9 +501,11 @@ class EncoderLayer(nn.Module):
             return x + F.dropout(fn(_layer_norm(x, ln)), self.dropout, self.training)
         return _layer_norm(x + F.dropout(fn(x), self.dropout, self.training), ln)
 
-    def forward(self, x: Tensor, padding: Optional[Tensor], rope) -> Tensor:
+    def forward(self, x: Tensor, padding: Optional[Tensor], rope,
+                bias: Optional[Tensor] = None) -> Tensor:
         x = self._block(x, self.self_attn_layer_norm,
-                        lambda h: self.self_attn(h, h, key_padding_mask=padding, rope=rope))
+                        lambda h: self.self_attn(h, h, key_padding_mask=padding, rope=rope,
+                                                 bias=bias))
         return self._block(x, self.final_layer_norm, self._ffn)
 
 
@@ -457,11 +523,12 @@ class DecoderLayer(EncoderLayer):
             self.encoder_attn_layer_norm = nn.LayerNorm(d, eps=eps)
 
     def forward(self, x: Tensor, memory: Optional[Tensor], src_padding: Optional[Tensor], rope,
-                self_padding: Optional[Tensor] = None) -> Tensor:
-        """self_padding [B, T] (True = pad) masks the decoder's own padded positions as keys."""
+                self_padding: Optional[Tensor] = None, bias: Optional[Tensor] = None) -> Tensor:
+        """self_padding [B, T] (True = pad) masks the decoder's own padded positions as keys;
+        bias [heads, T, T] is the self-attention's score bias (cross-attention has none)."""
         x = self._block(x, self.self_attn_layer_norm,
                         lambda h: self.self_attn(h, h, key_padding_mask=self_padding,
-                                                 causal=True, rope=rope))
+                                                 causal=True, rope=rope, bias=bias))
         if self.cross:
             x = self._block(x, self.encoder_attn_layer_norm,
                             lambda h: self.encoder_attn(h, memory, key_padding_mask=src_padding))
@@ -482,6 +549,9 @@ class Stack(nn.Module):
         if cfg["position_encoding"] == "learned":
             self.embed_positions = nn.Embedding(
                 cfg["max_position_embeddings"] + cfg["position_offset"], d)
+        if cfg["position_encoding"] == "t5_relative":  # one table for all layers, as T5
+            self.relative_attention_bias = nn.Embedding(cfg["relative_attention_num_buckets"],
+                                                        cfg[f"{side}_attention_heads"])
         if cfg["layernorm_embedding"]:
             self.layernorm_embedding = nn.LayerNorm(d, eps=cfg["layer_norm_eps"])
         layer = EncoderLayer if side == "encoder" else DecoderLayer
@@ -495,6 +565,23 @@ class Stack(nn.Module):
         if c["position_encoding"] != "rope":
             return None
         return (c["rope_theta"], c["rope_layout"], c["position_offset"])
+
+    def score_bias(self, length: int) -> Optional[Tensor]:
+        """The self-attention score bias [heads, length, length] for queries and keys at
+        the same positions (bidirectional in the encoder, causal in the decoder), or None."""
+        c = self.cfg
+        heads = c[f"{self.side}_attention_heads"]
+        causal = self.side == "decoder"
+        if c["position_encoding"] == "alibi":
+            return alibi_bias(heads, length, causal)
+        if c["position_encoding"] == "t5_relative":
+            positions = torch.arange(length)
+            relative = positions[None, :] - positions[:, None]  # key - query
+            buckets = t5_relative_position_bucket(relative, not causal,
+                                                  c["relative_attention_num_buckets"],
+                                                  c["relative_attention_max_distance"])
+            return self.relative_attention_bias(buckets).permute(2, 0, 1)  # [heads, T, T]
+        return None
 
     def embed(self, ids: Tensor, table: Tensor) -> Tensor:
         c = self.cfg
@@ -823,9 +910,9 @@ class OrdoModel(GenerationMixin, nn.Module):
                              "use lm_logits and the lm_* methods")
         enc = self.model.encoder
         x = enc.embed(src_ids, self.model.encoder_embeddings())
-        rope = enc.rope()
+        rope, bias = enc.rope(), enc.score_bias(src_ids.shape[1])
         for layer in enc.layers:
-            x = layer(x, src_padding, rope)
+            x = layer(x, src_padding, rope, bias)
         return enc.finish(x)
 
     def decode(self, memory: Optional[Tensor], src_padding: Optional[Tensor], tgt_in_ids: Tensor,
@@ -836,9 +923,9 @@ class OrdoModel(GenerationMixin, nn.Module):
         dec = self.model.decoder
         table = self.model.decoder_embeddings()
         x = dec.embed(tgt_in_ids, table)
-        rope = dec.rope()
+        rope, bias = dec.rope(), dec.score_bias(tgt_in_ids.shape[1])
         for layer in dec.layers:
-            x = layer(x, memory, src_padding, rope, tgt_padding)
+            x = layer(x, memory, src_padding, rope, tgt_padding, bias)
         x = dec.finish(x)
         logits = F.linear(x, self.lm_head.weight if hasattr(self, "lm_head") else table)
         if hasattr(self, "final_logits_bias"):

@@ -1165,7 +1165,7 @@ class ParityModelsTest(unittest.TestCase):
             with contextlib.redirect_stdout(io.StringIO()):
                 make_parity_models.main(["--out", tmp, "--seed", "3"])
             index = json.loads((Path(tmp) / "index.json").read_text())
-            self.assertEqual(len(index["models"]), 42)
+            self.assertEqual(len(index["models"]), 54)
             self.check_generation_models(Path(tmp), index)
             seen = set()
             for name in index["models"]:
@@ -1244,7 +1244,9 @@ class ParityModelsTest(unittest.TestCase):
                 ("learned", "interleaved", "vaswani", "half"),
                 ("rope", "interleaved", "vaswani", "half"),
                 ("rope", "interleaved", "vaswani", "interleaved"),
-                ("none", "interleaved", "vaswani", "half")):
+                ("none", "interleaved", "vaswani", "half"),
+                ("alibi", "interleaved", "vaswani", "half"),
+                ("t5_relative", "interleaved", "vaswani", "half")):
             for pre, dtype in itertools.product((False, True), ("F32", "F16", "BF16")):
                 self.assertIn((pe, layout, freqs, rope_layout, pre, dtype), seen)
         for pre, dtype in itertools.product((False, True), ("F32", "F16", "BF16")):
@@ -1259,7 +1261,7 @@ class ParityModelsTest(unittest.TestCase):
 
     def check_generation_models(self, tmp: Path, index: dict):
         names = index["generation_models"]
-        self.assertEqual(len(names), 20)
+        self.assertEqual(len(names), 24)
         self.assertFalse(set(names) & set(index["models"]))
         seen = set()
         for name in names:

@@ -4,7 +4,7 @@
 Run with Debian's Python (python3-torch, python3-sentencepiece):
 
     /usr/bin/python3 tools/make_grammar_data.py            # weights/data/*.tsv
-    /usr/bin/python3 tools/train_models.py                 # all schemes
+    /usr/bin/python3 tools/train_models.py                 # the six schemes
     /usr/bin/python3 tools/train_models.py --schemes none  # one of them
     /usr/bin/python3 tools/train_models.py --german-llama  # the German language model
 
@@ -48,6 +48,8 @@ SCHEMES = {
     "learned": {"position_encoding": "learned"},
     "rope": {"position_encoding": "rope"},
     "none": {"position_encoding": "none"},
+    "alibi": {"position_encoding": "alibi"},
+    "t5_relative": {"position_encoding": "t5_relative"},  # T5's 32 buckets up to distance 128
     "sinusoidal-split": {"position_encoding": "sinusoidal", "sinusoidal_layout": "split"},
 }
 
@@ -416,7 +418,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("weights/data"), help="directory with train.tsv")
     parser.add_argument("--out", type=Path, default=Path("weights"), help="where model directories go")
-    parser.add_argument("--schemes", nargs="+", default=["sinusoidal", "learned", "rope", "none"],
+    parser.add_argument("--schemes", nargs="+",
+                        default=["sinusoidal", "learned", "rope", "none", "alibi", "t5_relative"],
                         choices=sorted(SCHEMES))
     parser.add_argument("--german-llama", action="store_true",
                         help="train weights/german-llama (the LLaMA-layout German language "
