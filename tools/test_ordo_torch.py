@@ -26,7 +26,8 @@ import make_parity_models  # noqa: E402
 from ordo_torch import (  # noqa: E402
     Attention, LlamaModel, OrdoModel, explicit_attention, full_config, llama_config,
     load_llama_dir, load_model_dir, read_safetensors, repeat_kv, rms_norm, rope_rotate,
-    save_llama_dir, save_model_dir, sinusoidal_positions, write_safetensors)
+    save_llama_dir, save_model_dir, sinusoidal_positions, write_safetensors, alibi_slopes,
+    t5_relative_position_bucket)
 
 torch.set_num_threads(1)
 
@@ -43,6 +44,9 @@ POSITION_VARIANTS = {
     "rope-half": dict(position_encoding="rope", position_offset=3),
     "rope-interleaved": dict(position_encoding="rope", rope_layout="interleaved"),
     "none": dict(position_encoding="none"),
+    "alibi": dict(position_encoding="alibi", position_offset=1),
+    "t5_relative": dict(position_encoding="t5_relative", relative_attention_num_buckets=8,
+                        relative_attention_max_distance=6),
 }
 
 
@@ -308,6 +312,36 @@ class PositionsTest(unittest.TestCase):
         perm = torch.tensor([i // 2 + (hd // 2) * (i % 2) for i in range(hd)])
         self.assertTrue(torch.allclose(rope_rotate(x[..., perm], pos, 10000.0, "interleaved"),
                                        rope_rotate(x, pos, 10000.0, "half")[..., perm], atol=1e-6))
+
+
+class RelativePositionsTest(unittest.TestCase):
+    def test_alibi_slopes_are_the_papers(self):
+        self.assertEqual(alibi_slopes(8), [2.0 ** -h for h in range(1, 9)])
+        for got, want in zip(alibi_slopes(16), [2.0 ** (-h / 2) for h in range(1, 17)]):
+            self.assertAlmostEqual(got, want, places=15)
+        twelve = alibi_slopes(12)
+        self.assertEqual(twelve[:8], alibi_slopes(8))
+        for got, e in zip(twelve[8:], (0.5, 1.5, 2.5, 3.5)):
+            self.assertAlmostEqual(got, 2.0 ** -e, places=15)
+
+    def test_t5_buckets_follow_the_hand_table(self):
+        # The same table as tests/test_relative_positions.cpp (T5's 32 buckets, 128).
+        bidirectional = [(7, None), (11, 8), (15, 9), (22, 10), (31, 11), (45, 12), (63, 13),
+                         (90, 14), (10 ** 9, 15)]
+        causal = [(15, None), (18, 16), (20, 17), (23, 18), (26, 19), (30, 20), (34, 21),
+                  (39, 22), (45, 23), (51, 24), (58, 25), (66, 26), (76, 27), (86, 28),
+                  (98, 29), (112, 30), (10 ** 9, 31)]
+
+        def by_hand(table, n):
+            bucket = next(b for last, b in table if n <= last)
+            return n if bucket is None else bucket
+
+        relative = torch.arange(-200, 201)
+        got_b = t5_relative_position_bucket(relative, True, 32, 128).tolist()
+        got_c = t5_relative_position_bucket(relative, False, 32, 128).tolist()
+        for r, b, c in zip(relative.tolist(), got_b, got_c):
+            self.assertEqual(b, by_hand(bidirectional, abs(r)) + (16 if r > 0 else 0), r)
+            self.assertEqual(c, by_hand(causal, max(-r, 0)), r)
 
 
 class ModelTest(unittest.TestCase):
