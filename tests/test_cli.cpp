@@ -54,9 +54,14 @@ TEST_F(Cli, UsageErrorsAreOneLineWithAPointerToHelp) {
 
   r = run_ordo("frobnicate");
   expect_one_line_error(r);
-  EXPECT_NE(r.err.find("unknown command 'frobnicate' (commands: translate, generate, score, inspect, compare, eval, bench)"),
+  EXPECT_NE(r.err.find("unknown command 'frobnicate' (commands: translate, generate, score, inspect, compare, eval, bench, viz)"),
             std::string::npos)
       << r.err;
+
+  r = run_ordo("viz pe --scheme cosine --out x.png");  // the help of the innermost command
+  EXPECT_EQ(r.exit_code, 2);
+  expect_one_line_error(r);
+  EXPECT_NE(r.err.find("(see ordo viz pe --help)"), std::string::npos) << r.err;
 
   r = run_ordo("--threads 2 translate x");  // options before the command
   EXPECT_EQ(r.exit_code, 2);

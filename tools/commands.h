@@ -13,5 +13,6 @@ void setup_compare(CLI::App& app);
 void setup_eval(CLI::App& app);
 void setup_generate(CLI::App& app);
 void setup_bench(CLI::App& app);
+void setup_viz(CLI::App& app);  // viz pe, viz attention
 
 }  // namespace ordo::tools

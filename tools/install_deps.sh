@@ -2,16 +2,20 @@
 # Installs what ordo needs from Debian's apt, skipping what is already there.
 #   tools/install_deps.sh          build dependencies
 #   tools/install_deps.sh --test   plus PyTorch/NumPy/SentencePiece for Python (the test oracle)
+#                                  and tmux (the progress bar's test)
 #   tools/install_deps.sh --fuzz   plus clang and its runtime libraries (libFuzzer, the
 #                                  sanitizers' runtimes), for tools/fuzz.sh
 # Flags combine: tools/install_deps.sh --test --fuzz.
 set -euo pipefail
 
+# libpng, FreeType, fontconfig and a font: the pictures of ordo viz (tools/font.h).
 packages=(build-essential cmake pkg-config libopenblas-dev libsentencepiece-dev sentencepiece
-          libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev)
+          libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+          libpng-dev libfreetype-dev libfontconfig-dev fonts-dejavu-core)
 for flag in "$@"; do
   case "$flag" in
-    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece) ;;
+    # tmux: the progress bar's test reads a real terminal's screen.
+    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece tmux) ;;
     # libclang-rt-14-dev (libFuzzer) is only a Recommends of clang, which
     # --no-install-recommends below would skip.
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;

@@ -27,9 +27,13 @@ std::string command_names(const CLI::App& app) {
 std::string usage_error(const CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
   const std::string first = argc > 1 ? argv[1] : "";
   std::string message = error.what();
-  std::string help = "ordo --help";
-  if (const auto used = app.get_subcommands(); !used.empty())
-    help = "ordo " + used.front()->get_name() + " --help";
+  // The innermost command given ("ordo viz pe --help"), as deep as commands nest.
+  std::string help = "ordo";
+  for (const CLI::App* command = &app; !command->get_subcommands().empty();) {
+    command = command->get_subcommands().front();
+    help += " " + command->get_name();
+  }
+  help += " --help";
   if (first.starts_with('-'))
     message = "'" + first + "' comes before the command; options go after it, as in "
               "ordo translate --threads 2 TEXT (commands: " + command_names(app) + ")";
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   ordo::tools::setup_compare(app);
   ordo::tools::setup_eval(app);
   ordo::tools::setup_bench(app);
+  ordo::tools::setup_viz(app);
   ordo::tools::require_plain_numbers(app);
 
   try {
