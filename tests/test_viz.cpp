@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -255,6 +256,45 @@ TEST_F(Viz, AMissingFontIsOneLineSayingWhatToInstall) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("ORDO_FONT"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir / "y.png"));
+}
+
+// compare --plot: a panel per model compare covers; without positions each word of A
+// is the very same vector as that word in B (cosine 1 wherever it stands), with
+// positions the moved words differ.
+TEST_F(Viz, ComparePlotShowsNoneAsABagOfWords) {
+  const auto r = run_ordo("compare 'cats chase dogs' 'dogs chase cats' --json --plot " + out("compare.csv"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> models;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) models.push_back(nlohmann::json::parse(line)["model"]);
+  ASSERT_GE(models.size(), 4u);
+  const Csv csv = read_csv(dir / "compare.csv");
+  // Per model: a header of B's tokens, then A's tokens each with its similarities.
+  ASSERT_EQ(csv.cells.size(), models.size() * 5);
+  std::map<std::string, std::map<std::pair<std::string, std::string>, double>> similarity;
+  for (std::size_t line = 0; line < csv.cells.size(); line += 5) {
+    const auto& header = csv.cells[line];
+    ASSERT_EQ(header.size(), 6u);
+    for (std::size_t row = 1; row <= 4; ++row) {
+      // The panel's title is the model's name, then its scheme where that differs.
+      const std::string title = csv.cells[line + row][0];
+      const std::string model = title.substr(0, title.find(" ("));
+      for (std::size_t col = 2; col < 6; ++col)
+        similarity[model][{csv.cells[line + row][1], header[col]}] = csv.number(line + row, col);
+    }
+  }
+  for (const std::string& model : models) EXPECT_EQ(similarity[model].size(), 16u) << model;
+  for (const std::string word : {"▁cats", "▁dogs"}) {
+    EXPECT_NEAR((similarity["none"][{word, word}]), 1.0, 1e-5) << word;
+    EXPECT_LT((similarity["sinusoidal"][{word, word}]), 0.95) << word;
+  }
+  const auto png = run_ordo("compare 'cats chase dogs' 'dogs chase cats' --plot " + out("compare.png"));
+  ASSERT_EQ(png.exit_code, 0) << png.err;
+  EXPECT_NE(png.out.find("wrote "), std::string::npos) << png.out;
+  expect_real_picture(dir / "compare.png", 1000, 500);
+  const auto bad = run_ordo("compare a b --plot " + out("compare.svg"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--plot"), std::string::npos) << bad.err;
 }
 
 TEST(Heatmap, ColourMapsRunDarkToLightAndBlueWhiteRed) {

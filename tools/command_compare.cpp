@@ -7,6 +7,11 @@
 // the translations differ. Without positional information (`none`) the encoder sees a
 // bag of tokens: two orderings of the same words pool to the same vector (similarity 1
 // up to float rounding) and get the same translation.
+//
+// --plot FILE.png draws, per model, the cosine similarity of every token's encoder output
+// in A with every token's in B: without positions a token's output depends only on the
+// bag of tokens, so each word of A matches itself in B with similarity 1, wherever it
+// stands; with positions the same word in another place is another vector.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -16,6 +21,7 @@
 #include "engine/error.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/viz_output.h"
 
 namespace ordo::tools {
 
@@ -26,6 +32,13 @@ struct CompareOptions {
   std::string text_a;
   std::string text_b;
   TranslatorOptions translator;
+  std::string plot;  // empty: no picture
+};
+
+// One model's outcome: its row of the table and its token-by-token similarity.
+struct Compared {
+  nlohmann::json row;
+  HeatmapPanel similarity;
 };
 
 // The mean over rows of the encoder output [S, d], in double.
@@ -47,28 +60,65 @@ double cosine_similarity(const std::vector<double>& a, const std::vector<double>
   return dot / std::sqrt(norm_a * norm_b);
 }
 
-nlohmann::json compare(const std::filesystem::path& dir, const CompareOptions& options) {
+// cos(a_i, b_j) for every row i of a [Sa, d] and j of b [Sb, d] -> [Sa, Sb], in double.
+Matrix token_similarity(const Matrix& a, const Matrix& b) {
+  const auto row = [](const Matrix& m, Index r) {
+    return std::vector<double>(m.row(r).begin(), m.row(r).end());
+  };
+  Matrix similarity(a.rows(), b.rows());
+  for (Index i = 0; i < a.rows(); ++i)
+    for (Index j = 0; j < b.rows(); ++j)
+      similarity(i, j) = static_cast<float>(cosine_similarity(row(a, i), row(b, j)));
+  return similarity;
+}
+
+Compared compare(const std::filesystem::path& dir, const CompareOptions& options) {
   const auto model = Model::load(dir);
   const Translator translator(model, options.translator);
   // Both sentences through the batched path, as translate runs them.
   const std::vector<std::string> texts{options.text_a, options.text_b};
   const std::vector<Translation> translations = translator.translate_batch(texts);
+  std::vector<Matrix> encoded;
   std::vector<std::vector<double>> pooled;
   nlohmann::json sides = nlohmann::json::array();
   for (const Translation& t : translations) {
-    pooled.push_back(mean_pool(translator.encode(t.source)));
+    encoded.push_back(translator.encode(t.source));
+    pooled.push_back(mean_pool(encoded.back()));
     sides.push_back({{"text", t.source},
                      {"tokens", model->source_pieces(t.source_ids)},
                      {"translation", t.best().text}});
   }
   const bool differ = sides[0]["translation"] != sides[1]["translation"];
-  return {{"model", dir.filename().string()},
-          {"directory", dir.string()},
-          {"position_encoding", position_encoding_name(model->config().position_encoding)},
-          {"a", std::move(sides[0])},
-          {"b", std::move(sides[1])},
-          {"cosine_similarity", cosine_similarity(pooled[0], pooled[1])},
-          {"translations_differ", differ}};
+  const std::string encoding(position_encoding_name(model->config().position_encoding));
+  Compared out;
+  out.similarity.title = dir.filename().string() + (dir.filename() == encoding ? "" : " (" + encoding + ")");
+  out.similarity.values = token_similarity(encoded[0], encoded[1]);
+  out.similarity.row_labels = sides[0]["tokens"].get<std::vector<std::string>>();
+  out.similarity.col_labels = sides[1]["tokens"].get<std::vector<std::string>>();
+  out.similarity.row_axis = "A: " + options.text_a;
+  out.similarity.col_axis = "B: " + options.text_b;
+  out.row = {{"model", dir.filename().string()},
+             {"directory", dir.string()},
+             {"position_encoding", encoding},
+             {"a", std::move(sides[0])},
+             {"b", std::move(sides[1])},
+             {"cosine_similarity", cosine_similarity(pooled[0], pooled[1])},
+             {"translations_differ", differ}};
+  return out;
+}
+
+// Every model's similarity side by side, on one scale from -1 to 1.
+void plot(const std::string& path, std::vector<HeatmapPanel> panels) {
+  HeatmapOptions style;
+  style.title = "cosine similarity of encoder outputs, token by token (A's rows, B's columns)";
+  style.value_label = "cosine similarity";
+  style.scale = ColourScale::Diverging;
+  style.min = -1.0;
+  style.max = 1.0;
+  style.cell_decimals = 3;  // none's exact 1.000 against the others' 0.9xx
+  const int count = static_cast<int>(panels.size());
+  style.columns = count <= 4 ? count : (count + 1) / 2;
+  write_picture(path, panels, style);
 }
 
 // A sibling that translates: an encoder-decoder model. A config that does not parse
@@ -139,16 +189,24 @@ void print_table(const std::vector<nlohmann::json>& rows) {
 }
 
 void run_compare(const CompareOptions& options, bool all_shipped) {
+  if (!options.plot.empty()) viz_format(options.plot, "--plot");  // before any work
   blas::set_num_threads(options.common.threads);
   const std::vector<std::filesystem::path> dirs =
       all_shipped ? shipped_models(options.common.model_dir)
                   : std::vector<std::filesystem::path>{options.common.model_dir};
   std::vector<nlohmann::json> rows;
+  std::vector<HeatmapPanel> panels;
   for (const auto& dir : dirs) {
-    rows.push_back(compare(dir, options));
+    Compared compared = compare(dir, options);
+    rows.push_back(std::move(compared.row));
+    panels.push_back(std::move(compared.similarity));
     if (options.common.json) print_json_line(rows.back());
   }
-  if (!options.common.json) print_table(rows);
+  if (!options.plot.empty()) plot(options.plot, std::move(panels));
+  if (!options.common.json) {
+    print_table(rows);
+    if (!options.plot.empty()) std::cout << "\nwrote " << options.plot << ": each model's token-by-token similarity\n";
+  }
 }
 
 }  // namespace
@@ -167,6 +225,9 @@ void setup_compare(CLI::App& app) {
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
+  command->add_option("--plot", options->plot,
+                      "Also draw each model's token-by-token cosine similarity of the encoder outputs,\n"
+                      "A's tokens against B's, side by side: FILE.png (or FILE.csv for the numbers)");
   add_common_options(*command, options->common);
   command->callback([options, command] {
     validate_flags(options->translator);

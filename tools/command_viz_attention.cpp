@@ -158,6 +158,7 @@ void run_attention(const AttentionOptions& options) {
   style.scale = ColourScale::Sequential;
   style.min = 0.0;  // probabilities: 0 is "not attended", whatever the smallest one is
   style.columns = heads <= 4 ? static_cast<int>(heads) : 4;
+  style.cell_decimals = 2;
   write_picture(options.out, panels, style);
 
   if (options.common.json) {

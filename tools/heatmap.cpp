@@ -158,6 +158,32 @@ void check_panel(const HeatmapPanel& p, std::size_t index) {
 }
 
 // Draws panel p with its plot's top-left at (x0, y0) and its labels around it.
+// Writes each value in its cell, dark on light colours and white on dark ones, when
+// every cell has room for its text.
+void write_values(Image& image, const HeatmapPanel& p, const PanelLayout& l, const Range& range, int x0, int y0,
+                  int decimals, const Font& label) {
+  const Index rows = p.values.rows(), cols = p.values.cols();
+  const int cell_w = l.plot_w / static_cast<int>(cols), cell_h = l.plot_h / static_cast<int>(rows);
+  const auto text_of = [decimals](float v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*f", decimals, static_cast<double>(v));
+    return std::string(text);
+  };
+  for (Index r = 0; r < rows; ++r)
+    for (Index c = 0; c < cols; ++c)
+      if (label.width(text_of(p.values(r, c))) + 4 > cell_w || label.line_height() + 2 > cell_h) return;
+  for (Index r = 0; r < rows; ++r)
+    for (Index c = 0; c < cols; ++c) {
+      const float v = p.values(r, c);
+      const Rgb under = std::isfinite(v) ? colour_of(range.t(v), range.diverging) : kMissing;
+      const bool light = 0.299 * under.r + 0.587 * under.g + 0.114 * under.b > 140;
+      const std::string text = text_of(v);
+      label.draw(image, x0 + static_cast<int>(c) * cell_w + (cell_w - label.width(text)) / 2,
+                 y0 + static_cast<int>(r) * cell_h + (cell_h - label.line_height()) / 2, text,
+                 light ? kInk : Rgb{255, 255, 255});
+    }
+}
+
 void draw_panel(Image& image, const HeatmapPanel& p, const PanelLayout& l, const Range& range, int x0, int y0,
                 const Font& label, const Font& title) {
   const Index rows = p.values.rows(), cols = p.values.cols();
@@ -275,8 +301,10 @@ Image render_heatmaps(std::span<const HeatmapPanel> panels, const HeatmapOptions
   for (int i = 0; i < count; ++i) {
     const int x0 = kGap + (i % columns) * box_w + box.left;
     const int y0 = heading + (i / columns) * box_h + box.top;
-    draw_panel(image, panels[static_cast<std::size_t>(i)], layouts[static_cast<std::size_t>(i)], range, x0, y0, label,
-               title);
+    const HeatmapPanel& panel = panels[static_cast<std::size_t>(i)];
+    const PanelLayout& layout = layouts[static_cast<std::size_t>(i)];
+    draw_panel(image, panel, layout, range, x0, y0, label, title);
+    if (options.cell_decimals >= 0) write_values(image, panel, layout, range, x0, y0, options.cell_decimals, label);
   }
   draw_legend(image, range, options, kGap + columns * box_w, heading + box.top, box.plot_h, label);
   return image;

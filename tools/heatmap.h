@@ -39,6 +39,9 @@ struct HeatmapOptions {
   int columns = 0;                        // panels per row; 0: up to 4 per row
   std::optional<double> min, max;         // the colour range; default: the panels' values
   ColourScale scale = ColourScale::Auto;
+  // >= 0: each value written in its cell with this many decimals, wherever the cells
+  // are big enough for it (small matrices: tokens x tokens). -1: colours only.
+  int cell_decimals = -1;
 };
 
 // Draws the panels (at least one, none empty). Labels need a font (font.h); throws
