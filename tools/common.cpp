@@ -14,15 +14,21 @@
 #include "engine/error.h"
 #include "engine/limits.h"
 #include "engine/transformer.h"
+#include "models/default_model.h"
 
 namespace ordo::tools {
 
 namespace {
 
+// The default for --model: $ORDO_MODEL, else the shipped model found from where ordo
+// runs. Empty when there is none, so that --help and --model still work;
+// load_model then reports where it looked.
 std::string default_model_dir() {
-  if (const char* from_env = std::getenv("ORDO_MODEL"); from_env != nullptr && *from_env != '\0')
-    return from_env;
-  return ORDO_DEFAULT_MODEL;
+  try {
+    return default_model_directory().string();
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 }  // namespace
@@ -142,11 +148,17 @@ void Output::check_written() {
 std::shared_ptr<const Model> load_model(const CommonOptions& options,
                                         const Model::WarningHandler& warn) {
   blas::set_num_threads(options.threads);
-  return Model::load(options.model_dir, warn);
+  // No --model and no default found: the lookup's own error says where it looked.
+  return Model::load(options.model_dir.empty() ? default_model_directory() : std::filesystem::path(options.model_dir), warn);
 }
 
 bool uses_builtin_model(const CLI::App& command, const CommonOptions& options) {
-  return !given(command, "--model") && options.model_dir == ORDO_DEFAULT_MODEL;
+  if (given(command, "--model")) return false;
+  try {
+    return !options.model_dir.empty() && std::filesystem::path(options.model_dir) == builtin_model_directory();
+  } catch (const Error&) {
+    return false;  // no built-in model: $ORDO_MODEL chose this one
+  }
 }
 
 bool given(const CLI::App& command, const std::string& option) {
