@@ -1,0 +1,25 @@
+// ordo: a small Transformer inference engine. This is its public API; include this one
+// header and link ordo::ordo (CMake) or `pkg-config --libs ordo`.
+//
+//   ordo::Model model = ordo::Model::load("weights/sinusoidal");  // throws ordo::Error
+//   ordo::TranslatorOptions options;                                // documented defaults
+//   options.decoding.beam_size = 4;
+//   ordo::Translator translator(model, options);
+//   std::string out = translator.translate("cats chase dogs");     // "Katzen jagen Hunde"
+//   std::vector<ordo::Translation> batch = translator.translate_batch(lines);
+//
+// Below translation: Translator::score, ::encode (the encoder's output) and ::attention
+// (every head's probabilities); decoder-only models (LLaMA layout) have a Generator.
+// Every error is an ordo::Error whose message says what, where and what to do; a bad
+// option is its subclass ordo::OptionError, which names the field.
+//
+// The types live in ordo::api and are spelled ordo::X; nothing of the engine (BLAS,
+// SentencePiece, JSON, the weight mapping) is visible here.
+#pragma once
+
+#include "ordo/error.hpp"
+#include "ordo/generator.hpp"
+#include "ordo/model.hpp"
+#include "ordo/options.hpp"
+#include "ordo/results.hpp"
+#include "ordo/translator.hpp"
