@@ -54,11 +54,14 @@ std::vector<fs::path> anchors() {
 fs::path builtin_model_directory() {
   const std::vector<fs::path> from = anchors();
   std::string looked;
-  // An installed prefix first: <prefix>/bin/ordo or <prefix>/lib/libordo.so.
+  // An installed prefix first: <prefix>/bin/ordo or <prefix>/lib/libordo.so, or
+  // Debian's multiarch <prefix>/lib/x86_64-linux-gnu/libordo.so one level deeper.
   for (const auto& directory : from) {
-    const fs::path installed = (directory / ".." / "share" / "ordo" / kDefaultModelName).lexically_normal();
-    if (has_config(installed)) return installed;
-    looked += (looked.empty() ? "" : ", ") + installed.string();
+    for (const char* up : {"..", "../.."}) {
+      const fs::path installed = (directory / up / "share" / "ordo" / kDefaultModelName).lexically_normal();
+      if (has_config(installed)) return installed;
+      looked += (looked.empty() ? "" : ", ") + installed.string();
+    }
   }
   // A binary in a build tree: the source tree's weights/ is in an ancestor directory.
   for (const auto& directory : from) {

@@ -14,7 +14,7 @@ inline constexpr const char* kDefaultModelName = "sinusoidal";
 // The shipped default model next to the running code, looked for from two places: the
 // file ordo's code was loaded from (libordo.so, or the program it is linked into) and
 // the running program (/proc/self/exe). From each, first <dir>/../share/ordo/sinusoidal
-// (an installed prefix), then <dir>/weights/sinusoidal in <dir> and each directory above
+// (an installed prefix; or <dir>/../../share/ordo/..., for lib/<multiarch>/), then <dir>/weights/sinusoidal in <dir> and each directory above
 // (a build tree inside the source tree). Throws Error naming every place it looked and
 // what to do ($ORDO_MODEL, --model) when none holds config.json.
 std::filesystem::path builtin_model_directory();
