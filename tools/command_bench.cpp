@@ -59,6 +59,7 @@
 #include "models/tensor_names.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/progress.h"
 
 namespace ordo::tools {
 
@@ -582,13 +583,18 @@ void check_lengths(const Transformer& model, const BenchOptions& options) {
 
 void run_workload(const Model& model, const BenchOptions& options, Results& results) {
   Workload workload(model.transformer(), options);
+  // Drawn between runs, outside the timed phases, and only on a terminal's stderr.
+  const auto runs = static_cast<std::size_t>(options.warmup + options.repeats);
+  ProgressBar bar("bench", "runs", runs, stderr_is_terminal());
   for (int i = 0; i < options.warmup + options.repeats; ++i) {
     const double encode = workload.encode();
     const double decode = workload.decode();
+    bar.advance(1, static_cast<std::size_t>(options.batch * options.new_tokens));
     if (i < options.warmup) continue;
     results.encode_s.push_back(encode);
     results.decode_s.push_back(decode);
   }
+  bar.finish();
   results.sample_ids = workload.best_sequence();
 }
 

@@ -6,15 +6,18 @@
 // token accuracy and corpus BLEU (see tools/metrics.h). A sentence the model cannot
 // translate (e.g. longer than a learned-position table) counts as wrong, and the
 // first such error is reported.
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <span>
 
 #include "engine/blas.h"
 #include "engine/error.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/metrics.h"
+#include "tools/progress.h"
 
 namespace ordo::tools {
 
@@ -63,12 +66,24 @@ void run_eval(const EvalOptions& options) {
   hypotheses.reserve(set.sources.size());
   Index failures = 0;
   std::string first_failure;
-  const std::vector<Translation> translations = translator.translate_batch(set.sources);
-  for (std::size_t i = 0; i < translations.size(); ++i) {
-    const Translation& t = translations[i];
-    hypotheses.push_back(t.ok() ? t.best().text : "");
-    if (!t.ok() && failures++ == 0) first_failure = "line " + std::to_string(set.lines[i]) + ": " + t.error;
+  // A few batches at a time, so that a progress bar can move (on a terminal's stderr);
+  // each chunk is still sorted by length into batches, and sentence i samples from
+  // stream i whatever its chunk, so the results do not depend on the chunking.
+  const std::size_t chunk = static_cast<std::size_t>(options.translator.batch_size) * 4;
+  ProgressBar bar("eval", "sentences", set.sources.size(), stderr_is_terminal());
+  for (std::size_t first = 0; first < set.sources.size(); first += chunk) {
+    const auto lines = std::span<const std::string>(set.sources).subspan(first, std::min(chunk, set.sources.size() - first));
+    const std::vector<Translation> translations = translator.translate_batch(lines, first);
+    std::size_t tokens = 0;
+    for (std::size_t i = 0; i < translations.size(); ++i) {
+      const Translation& t = translations[i];
+      hypotheses.push_back(t.ok() ? t.best().text : "");
+      if (t.ok()) tokens += t.best().ids.size();
+      if (!t.ok() && failures++ == 0) first_failure = "line " + std::to_string(set.lines[first + i]) + ": " + t.error;
+    }
+    bar.advance(translations.size(), tokens);
   }
+  bar.finish();
 
   const AccuracyStats acc = accuracy(hypotheses, set.references);
   const BleuStats bleu = corpus_bleu(hypotheses, set.references);
@@ -112,7 +127,8 @@ void setup_eval(CLI::App& app) {
       "eval",
       "Translate the source column of a TSV test set (source<TAB>reference per line) and\n"
       "report exact-match accuracy, token accuracy (position-wise, over whitespace tokens)\n"
-      "and corpus BLEU-4 (as sacreBLEU on already tokenized text).");
+      "and corpus BLEU-4 (as sacreBLEU on already tokenized text). Shows a progress bar on\n"
+      "stderr while it translates, when stderr is a terminal.");
   command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,

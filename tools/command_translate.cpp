@@ -5,6 +5,8 @@
 //   ordo translate --beam 4 --n-best 3 "cats chase dogs" -> three scored hypotheses
 //   ordo translate < file.txt > out.txt                  -> a line out per line in, a batch at a time
 //   ordo translate --source-ids "5 8 2"                  -> ids in, ids out (no tokenizer needed)
+#include <unistd.h>
+
 #include <iostream>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/line_reader.h"
+#include "tools/progress.h"
 
 namespace ordo::tools {
 
@@ -81,6 +84,14 @@ bool print_translation(const Translation& t, std::size_t index, const std::strin
   return true;
 }
 
+// A progress bar for a file translated while a person watches stderr: --input FILE,
+// and the translations not on that terminal too (--output FILE, or stdout redirected),
+// where the bar would tear through them. Stdin from a terminal, pipes and logs: none.
+bool shows_progress(const TranslateOptions& options) {
+  const bool output_on_terminal = options.output.empty() && ::isatty(STDOUT_FILENO) == 1;
+  return !options.input.empty() && stderr_is_terminal() && !output_on_terminal;
+}
+
 // Lines from stdin or --input, a batch at a time, each answered in input order before
 // the next batch is read: memory stays bounded however long the input.
 void translate_stream(const Translator& translator, const TranslateOptions& options, Output& out) {
@@ -88,16 +99,25 @@ void translate_stream(const Translator& translator, const TranslateOptions& opti
   if (in.from_terminal())  // a person typing: answer every line at once rather than per batch
     std::cerr << "ordo: reading sentences from the terminal, one per line (Ctrl-D ends)\n";
   const std::size_t batch = in.from_terminal() ? 1 : static_cast<std::size_t>(options.translator.batch_size);
+  const bool progress = shows_progress(options);
+  ProgressBar bar("translate", "lines", progress ? LineReader::count_lines(options.input) : 0, progress);
   std::size_t failures = 0;
   std::vector<std::string> pending;
   while (in.next_batch(batch, pending)) {
     const std::size_t first = in.lines_read() - pending.size();
     const std::vector<Translation> results = translator.translate_batch(pending, first);
+    std::size_t tokens = 0;
+    for (const Translation& t : results) {
+      if (!t.ok() || t.truncated) bar.clear();  // its message gets a line of its own
+      if (t.ok()) tokens += t.best().ids.size();
+    }
     for (std::size_t i = 0; i < results.size(); ++i)
       failures += !print_translation(results[i], first + i, in.where(first + i + 1), options, true, out.stream());
     out.check_written();
+    bar.advance(results.size(), tokens);
   }
   in.check_read();
+  bar.finish();
   if (failures > 0)
     throw Error("translate", std::to_string(failures) + " of " + std::to_string(in.lines_read()) +
                                  " input lines failed (each is reported above; its output line is " +
@@ -142,7 +162,9 @@ void setup_translate(CLI::App& app) {
       "at a time. A blank line gives an empty line; a line that fails (not UTF-8, a NUL or\n"
       "another control character but tab, more than --max-input-tokens) gives an empty\n"
       "line (an \"error\" object with --json), is reported on stderr with its line number,\n"
-      "the other lines go on, and the exit code at the end is 1.");
+      "the other lines go on, and the exit code at the end is 1. A file (--input FILE, with\n"
+      "--output FILE or stdout redirected) shows a progress bar on stderr when stderr is a\n"
+      "terminal: lines done, lines/s, tokens/s, ETA.");
   command->add_option("text", options->texts, "Sentences to translate");
   command->add_option("--source-ids", options->source_ids,
                       "Translate token ids instead of text, e.g. \"5 8 2\" (include eos); "

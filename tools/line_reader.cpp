@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "engine/error.h"
@@ -31,6 +33,21 @@ bool LineReader::next_batch(std::size_t count, std::vector<std::string>& lines) 
 }
 
 std::string LineReader::where(std::size_t number) const { return name_ + " line " + std::to_string(number) + ": "; }
+
+std::size_t LineReader::count_lines(const std::string& path) {
+  std::error_code error;
+  if (path.empty() || !std::filesystem::is_regular_file(path, error)) return 0;
+  std::ifstream in(path, std::ios::binary);
+  std::size_t lines = 0;
+  char last = '\n';
+  std::vector<char> block(1 << 16);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+    const auto got = static_cast<std::size_t>(in.gcount());
+    lines += static_cast<std::size_t>(std::count(block.data(), block.data() + got, '\n'));
+    last = block[got - 1];
+  }
+  return lines + (last != '\n' ? 1 : 0);
+}
 
 void LineReader::check_read() const {
   if (in_->bad()) throw Error(name_, "reading failed after line " + std::to_string(lines_));

@@ -33,6 +33,11 @@ class LineReader {
   // Throws Error when reading failed before the end of the input (an I/O error).
   void check_read() const;
 
+  // How many lines a regular file `path` holds, counted as next_batch() reads them (a
+  // last line without a newline counts); 0 when it is not a regular file (a pipe, a
+  // terminal: no way to know without reading it). For a progress bar's total.
+  static std::size_t count_lines(const std::string& path);
+
  private:
   std::string name_;
   std::ifstream file_;
