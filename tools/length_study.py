@@ -226,10 +226,11 @@ def markdown(results):
             m = entry["perplexity"][str(s)]
             cells.append(f"{m['perplexity']:.3f}" if "perplexity" in m else "refused")
         lines.append(f"| {scheme} | " + " | ".join(cells) + " |")
-    refusals = {e["perplexity"][str(s)]["error"] for e in lm["models"].values() for s in sizes
-                if "error" in e["perplexity"][str(s)]}
-    for message in sorted(refusals):
-        lines += ["", f"refused: `{message}`"]
+    for scheme, entry in lm["models"].items():  # ordo's own words, at the first refusal
+        refused = [s for s in sizes if "error" in entry["perplexity"][str(s)]]
+        if refused:
+            lines += ["", f"{scheme}, windows of {refused[0]} and more: "
+                          f"`{entry['perplexity'][str(refused[0])]['error']}`"]
     lines += ["", "Translation (greedy; exact match / BLEU, %):", "",
               "| scheme | test EM | test BLEU | swapped EM | swapped BLEU | long EM | long BLEU |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -246,16 +247,23 @@ def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
     lm = results["language_modelling"]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     for scheme, entry in lm["models"].items():
         xs = [s for s in lm["sizes"] if "perplexity" in entry["perplexity"][str(s)]]
         ys = [entry["perplexity"][str(s)]["perplexity"] for s in xs]
-        ax.plot(xs, ys, marker="o", label=scheme)
+        refused = len(xs) < len(lm["sizes"])
+        label = f"{scheme} (ordo refuses past {max(xs)})" if refused else scheme
+        ax.plot(xs, ys, marker="s" if refused else "o", markersize=8 if refused else 6, label=label)
     ax.axvline(lm["window"], color="grey", linestyle=":", linewidth=1)
-    ax.text(lm["window"], ax.get_ylim()[1], " training length", va="top", fontsize=8, color="grey")
+    ax.text(lm["window"] * 1.02, 0.02, "training length", transform=ax.get_xaxis_transform(),
+            va="bottom", fontsize=8, color="grey")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks([4, 5, 6, 7, 8, 9, 10])
     ax.set_xticks(lm["sizes"])
     ax.set_xticklabels([str(s) for s in lm["sizes"]])
     ax.set_xlabel("evaluation window (tokens)")
@@ -282,7 +290,14 @@ def main():
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--from-results", action="store_true",
+                        help="only rewrite the tables and the plot from STUDY_DIR/results.json")
     args = parser.parse_args()
+    if args.from_results:
+        results = json.loads((args.out / "results.json").read_text())
+        (args.out / "length_study.md").write_text(markdown(results))
+        plot(results, args.out / "length_study.png")
+        return
     if not args.ordo.exists():
         raise SystemExit(f"{args.ordo}: no ordo binary (build it first, or pass --ordo)")
     torch.set_num_threads(args.threads)
