@@ -23,10 +23,12 @@ namespace {
 // The default for --model: $ORDO_MODEL, else the shipped model found from where ordo
 // runs. Empty when there is none, so that --help and --model still work;
 // load_model then reports where it looked.
-std::string default_model_dir() {
+std::string default_model_dir(bool& found) {
   try {
+    found = true;
     return default_model_directory().string();
   } catch (const Error&) {
+    found = false;
     return "";
   }
 }
@@ -34,7 +36,7 @@ std::string default_model_dir() {
 }  // namespace
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
-  options.model_dir = default_model_dir();
+  options.model_dir = default_model_dir(options.default_found);
   command.add_option("-m,--model", options.model_dir,
                      "Model directory: config.json, model.safetensors, tokenizer.model "
                      "($ORDO_MODEL overrides the default)")
@@ -148,8 +150,10 @@ void Output::check_written() {
 std::shared_ptr<const Model> load_model(const CommonOptions& options,
                                         const Model::WarningHandler& warn) {
   blas::set_num_threads(options.threads);
-  // No --model and no default found: the lookup's own error says where it looked.
-  return Model::load(options.model_dir.empty() ? default_model_directory() : std::filesystem::path(options.model_dir), warn);
+  // No --model and no default found: the lookup's own error says where it looked (an
+  // explicit --model '' is Model::load's "the path is empty").
+  if (options.model_dir.empty() && !options.default_found) default_model_directory();
+  return Model::load(options.model_dir, warn);
 }
 
 bool uses_builtin_model(const CLI::App& command, const CommonOptions& options) {

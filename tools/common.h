@@ -20,6 +20,7 @@ namespace ordo::tools {
 
 struct CommonOptions {
   std::string model_dir;  // set by add_common_options to the default model
+  bool default_found = true;  // false: no default model was found (model_dir then empty)
   int threads = 0;        // 0: OpenBLAS decides
   bool json = false;
 };
