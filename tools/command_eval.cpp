@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <numeric>
 #include <span>
 
 #include "engine/blas.h"
@@ -62,24 +63,41 @@ void run_eval(const EvalOptions& options) {
   const auto model = load_model(options.common);
   const Translator translator(model, options.translator);
 
-  std::vector<std::string> hypotheses;
-  hypotheses.reserve(set.sources.size());
+  std::vector<std::string> hypotheses(set.sources.size());
   Index failures = 0;
+  std::size_t first_failure_index = set.sources.size();
   std::string first_failure;
-  // A few batches at a time, so that a progress bar can move (on a terminal's stderr);
-  // each chunk is still sorted by length into batches, and sentence i samples from
-  // stream i whatever its chunk, so the results do not depend on the chunking.
+  // A few batches at a time, so that a progress bar can move (on a terminal's stderr).
+  // Without sampling the chunks follow the sentences sorted by length, so that each is
+  // as evenly long as one call over the whole set would have made its batches (input
+  // order cost 12% more). Sampling keeps input order: sentence i draws from stream i
+  // whatever its chunk. Either way the results do not depend on the terminal.
+  const std::size_t count = set.sources.size();
+  std::vector<std::size_t> order(count);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (!options.translator.decoding.sample)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return set.sources[a].size() < set.sources[b].size(); });
   const std::size_t chunk = static_cast<std::size_t>(options.translator.batch_size) * 4;
-  ProgressBar bar("eval", "sentences", set.sources.size(), stderr_is_terminal());
-  for (std::size_t first = 0; first < set.sources.size(); first += chunk) {
-    const auto lines = std::span<const std::string>(set.sources).subspan(first, std::min(chunk, set.sources.size() - first));
+  ProgressBar bar("eval", "sentences", count, stderr_is_terminal());
+  std::vector<std::string> lines;
+  for (std::size_t first = 0; first < count; first += chunk) {
+    lines.clear();
+    for (std::size_t k = first; k < std::min(first + chunk, count); ++k) lines.push_back(set.sources[order[k]]);
     const std::vector<Translation> translations = translator.translate_batch(lines, first);
     std::size_t tokens = 0;
-    for (std::size_t i = 0; i < translations.size(); ++i) {
-      const Translation& t = translations[i];
-      hypotheses.push_back(t.ok() ? t.best().text : "");
+    for (std::size_t k = 0; k < translations.size(); ++k) {
+      const Translation& t = translations[k];
+      const std::size_t i = order[first + k];
+      hypotheses[i] = t.ok() ? t.best().text : "";
       if (t.ok()) tokens += t.best().ids.size();
-      if (!t.ok() && failures++ == 0) first_failure = "line " + std::to_string(set.lines[first + i]) + ": " + t.error;
+      if (!t.ok()) {
+        ++failures;
+        if (i < first_failure_index) {  // the first in the file, as before
+          first_failure_index = i;
+          first_failure = "line " + std::to_string(set.lines[i]) + ": " + t.error;
+        }
+      }
     }
     bar.advance(translations.size(), tokens);
   }
