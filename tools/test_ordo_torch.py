@@ -82,7 +82,11 @@ class ConfigTest(unittest.TestCase):
         bad = {
             "d_model": dict(BASE, d_model=None),
             "encoder_attention_heads": dict(BASE, encoder_attention_heads=3),
-            "position_encoding": dict(BASE, position_encoding="alibi"),
+            "position_encoding": dict(BASE, position_encoding="xpos"),
+            "relative_attention_num_buckets": dict(BASE, position_encoding="t5_relative",
+                                                   relative_attention_num_buckets=3),
+            "relative_attention_max_distance": dict(BASE, position_encoding="t5_relative",
+                                                    relative_attention_max_distance=16),
             "normalize_before": dict(BASE, normalize_before=1),
             "vocab_size": dict(BASE, vocab_size="40"),
             "share_encoder_decoder_embeddings": dict(BASE, decoder_vocab_size=37),
