@@ -119,6 +119,33 @@ TEST_F(Viz, LearnedCsvIsTheModelsTable) {
       ASSERT_EQ(static_cast<float>(csv.number(p, c)), table.data()[p * table.dim(1) + c]) << p << "," << c;
 }
 
+void expect_real_picture(const fs::path& path, int min_width, int min_height);
+
+// Score-bias schemes: a row per head, a column per relative position key - query.
+// Oracle: ALiBi's slopes for 8 heads are 2^-1 .. 2^-8 (Press et al.); bias -m_h |d|.
+TEST_F(Viz, AlibiCsvIsMinusSlopeTimesDistance) {
+  const auto r = run_ordo("viz pe --scheme alibi --heads 8 --length 10 --out " + out("alibi.csv"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Csv csv = read_csv(dir / "alibi.csv");
+  ASSERT_EQ(csv.cells.size(), 8u);
+  for (int h = 0; h < 8; ++h) {
+    ASSERT_EQ(csv.cells[h].size(), 19u);
+    for (int c = 0; c < 19; ++c) EXPECT_NEAR(csv.number(h, c), -std::ldexp(1.0, -(h + 1)) * std::abs(c - 9), 1e-6);
+  }
+  const auto causal = run_ordo("viz pe --scheme alibi --heads 4 --length 10 --stack decoder --out " + out("c.csv"));
+  ASSERT_EQ(causal.exit_code, 0) << causal.err;
+  EXPECT_EQ(read_csv(dir / "c.csv").cells.at(0).size(), 10u);  // keys up to the query only
+  const auto png = run_ordo("viz pe --scheme alibi --model " + weights("alibi") + " --out " + out("alibi.png"));
+  ASSERT_EQ(png.exit_code, 0) << png.err;
+  expect_real_picture(dir / "alibi.png", 600, 150);
+  const auto t5 = run_ordo("viz pe --scheme t5_relative --model " + weights("t5_relative") + " --json --out " +
+                           out("t5.png"));
+  ASSERT_EQ(t5.exit_code, 0) << t5.err;
+  EXPECT_EQ(nlohmann::json::parse(t5.out)["rows"], 4);       // heads
+  EXPECT_EQ(nlohmann::json::parse(t5.out)["columns"], 127);  // -63 .. 63
+  expect_real_picture(dir / "t5.png", 600, 150);
+}
+
 // A picture: it decodes, is bigger than its plot, and shows many colours (a constant or
 // blank picture would not).
 void expect_real_picture(const fs::path& path, int min_width, int min_height) {
@@ -142,7 +169,7 @@ TEST_F(Viz, PositionPngsDecode) {
   const auto r = run_ordo("viz pe --scheme learned --model " + weights("learned") + " --stack decoder --out " +
                           out("l.png") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["positions"], 45);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["rows"], 45);
   expect_real_picture(dir / "l.png", 600, 600);
 }
 
@@ -222,8 +249,10 @@ TEST_F(Viz, BadRequestsAreClearErrors) {
     int exit_code;
     std::vector<std::string> mentions;
   } cases[] = {
-      {"viz pe --scheme cosine" + png, 2, {"--scheme", "sinusoidal", "learned", "rope"}},
-      {"viz pe --scheme learned" + png, 2, {"--model", "position table"}},
+      {"viz pe --scheme cosine" + png, 2, {"--scheme", "sinusoidal", "learned", "rope", "alibi", "t5_relative"}},
+      {"viz pe --scheme t5_relative" + png, 2, {"--model", "trained table"}},
+      {"viz pe --scheme alibi --model " + weights("alibi") + " --heads 3" + png, 2, {"--heads", "4 heads"}},
+      {"viz pe --scheme learned" + png, 2, {"--model", "trained table"}},
       {"viz pe --dim 7" + png, 1, {"even"}},
       {"viz pe --scheme learned --model " + weights("learned") + " --length 46" + png, 1, {"45"}},
       {"viz pe --scheme learned --model " + weights("learned") + " --dim 64" + png, 2, {"--dim", "128"}},

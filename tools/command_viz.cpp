@@ -26,27 +26,31 @@ struct PeOptions {
   std::string scheme = "sinusoidal";
   Index length = 0;
   Index dim = 0;
+  Index heads = 0;
   std::string stack = "encoder";
   std::string out;
 };
 
 // What was written, for the terminal or --json.
 void report(const PeOptions& options, const PositionPicture& picture, bool json) {
-  const Matrix& values = picture.panels.front().values;
+  const HeatmapPanel& panel = picture.panels.front();
+  const Matrix& values = panel.values;
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
   for (Index r = 0; r < values.rows(); ++r)
     for (const float v : values.row(r)) lo = std::min(lo, v), hi = std::max(hi, v);
   if (json) {
     print_json_line({{"out", options.out},
                      {"scheme", options.scheme},
-                     {"positions", values.rows()},
-                     {"dimensions", values.cols()},
+                     {"rows", values.rows()},
+                     {"columns", values.cols()},
+                     {"row_axis", panel.row_axis},
+                     {"column_axis", panel.col_axis},
                      {"min", lo},
                      {"max", hi}});
     return;
   }
-  std::cout << "wrote " << options.out << ": " << picture.panels.front().title << ", " << values.rows()
-            << " positions x " << values.cols() << " dimensions, values " << lo << " to " << hi << '\n';
+  std::cout << "wrote " << options.out << ": " << panel.title << ", " << values.rows() << " x " << values.cols()
+            << " (" << panel.row_axis << " x " << panel.col_axis << "), values " << lo << " to " << hi << '\n';
 }
 
 void run_pe(const PeOptions& options, const CLI::App& command) {
@@ -57,13 +61,14 @@ void run_pe(const PeOptions& options, const CLI::App& command) {
   const bool chosen = scheme.needs_model ? !uses_builtin_model(command, options.common) : given(command, "--model");
   if (scheme.needs_model && !chosen)
     throw CLI::ValidationError("--model", "--scheme " + scheme.name +
-                                              " reads a model's position table: give --model DIR (e.g. weights/" +
+                                              " reads a model's trained table: give --model DIR (e.g. weights/" +
                                               scheme.name + ")");
   std::shared_ptr<const Model> model;
   if (chosen) model = load_model(options.common);
   PositionPictureRequest request;
   request.length = options.length;
   request.dim = options.dim;
+  request.heads = options.heads;
   request.model = model.get();
   request.stack = options.stack == "decoder" ? Stack::Decoder : Stack::Encoder;
   const PositionPicture picture = scheme.draw(request);
@@ -83,9 +88,10 @@ void setup_pe(CLI::App& viz) {
   }
   CLI::App* command = viz.add_subcommand(
       "pe",
-      "Draw a position scheme as a position x dimension heatmap (--out FILE.png, with a\n"
-      "legend of the value range), or write its numbers (--out FILE.csv: a row per position,\n"
-      "comma-separated). Schemes:" +
+      "Draw a position scheme as a heatmap (--out FILE.png, with a legend of the value\n"
+      "range), or write its numbers (--out FILE.csv, comma-separated): a position x dimension\n"
+      "table for the schemes that add or rotate, a head x relative position bias for those\n"
+      "that bias attention scores. Schemes:" +
           schemes +
           "\nExample: ordo viz pe --scheme sinusoidal --length 64 --dim 128 --out pe.png");
   command->add_option("--scheme", options->scheme, "Position scheme")
@@ -97,7 +103,10 @@ void setup_pe(CLI::App& viz) {
   command->add_option("--dim", options->dim,
                       "Width (default: 128; rope: the head width, 32; with --model, the model's own)")
       ->check(CLI::Range(Index{2}, Index{65536}));
-  command->add_option("--stack", options->stack, "Which table of a learned model: encoder or decoder")
+  command->add_option("--heads", options->heads, "Heads of a score-bias scheme (alibi; default: 8, or --model's)")
+      ->check(CLI::Range(Index{1}, Index{1024}));
+  command->add_option("--stack", options->stack,
+                      "Which stack of a model: encoder or decoder (learned, t5_relative: its table; alibi: causal)")
       ->check(CLI::IsMember({"encoder", "decoder"}))
       ->capture_default_str();
   command->add_option("-o,--out", options->out, "Where to write: FILE.png (picture) or FILE.csv (numbers)")

@@ -116,8 +116,13 @@ struct PanelLayout {
 std::string row_label(const HeatmapPanel& p, Index r) {
   return p.row_labels.empty() ? std::to_string(r) : p.row_labels[static_cast<std::size_t>(r)];
 }
+// The first column to label: numbered columns are labelled at multiples of the step
+// (-60, -50, ..., 0, ... rather than -63, -53, ...).
+Index first_labelled_col(const HeatmapPanel& p, Index step) {
+  return p.col_labels.empty() ? ((-p.first_col_number) % step + step) % step : 0;
+}
 std::string col_label(const HeatmapPanel& p, Index c) {
-  return p.col_labels.empty() ? std::to_string(c) : p.col_labels[static_cast<std::size_t>(c)];
+  return p.col_labels.empty() ? std::to_string(c + p.first_col_number) : p.col_labels[static_cast<std::size_t>(c)];
 }
 
 PanelLayout lay_out(const HeatmapPanel& p, int target, const Font& label, const Font& title) {
@@ -135,8 +140,9 @@ PanelLayout lay_out(const HeatmapPanel& p, int target, const Font& label, const 
   l.row_step = label_step(rows, px_row, label.line_height());
   l.col_labels_up = !p.col_labels.empty();
   int widest_col = 0, widest_row = 0;
-  l.col_step = label_step(cols, px_col, l.col_labels_up ? label.line_height() : label.width(col_label(p, cols - 1)) + 8);
-  for (Index c = 0; c < cols; c += l.col_step) widest_col = std::max(widest_col, label.width(col_label(p, c)));
+  const int widest_number = std::max(label.width(col_label(p, 0)), label.width(col_label(p, cols - 1)));
+  l.col_step = label_step(cols, px_col, l.col_labels_up ? label.line_height() : widest_number + 8);
+  for (Index c = first_labelled_col(p, l.col_step); c < cols; c += l.col_step) widest_col = std::max(widest_col, label.width(col_label(p, c)));
   for (Index r = 0; r < rows; r += l.row_step) widest_row = std::max(widest_row, label.width(row_label(p, r)));
   const int axis_title = p.row_axis.empty() ? 0 : label.line_height() + kGap;
   l.left = axis_title + widest_row + kGap + 4;
@@ -214,7 +220,7 @@ void draw_panel(Image& image, const HeatmapPanel& p, const PanelLayout& l, const
   const double px_col = static_cast<double>(l.plot_w) / static_cast<double>(cols);
   const int below = y0 + l.plot_h + 4;
   int lowest = below + label.line_height();
-  for (Index c = 0; c < cols; c += l.col_step) {
+  for (Index c = first_labelled_col(p, l.col_step); c < cols; c += l.col_step) {
     const std::string text = col_label(p, c);
     const int centre = x0 + static_cast<int>((static_cast<double>(c) + 0.5) * px_col);
     image.fill_rect(centre, y0 + l.plot_h + 1, 1, 4, kFrame);

@@ -25,6 +25,7 @@ struct HeatmapPanel {
   std::vector<std::string> col_labels;  // one per column, or empty: columns numbered from 0
   std::string row_axis;                 // what the rows are ("position", "query token")
   std::string col_axis;                 // what the columns are ("dimension", "key token")
+  Index first_col_number = 0;           // numbered columns start here (relative positions: -(L-1))
 };
 
 enum class ColourScale {

@@ -1,10 +1,12 @@
 #include "tools/position_pictures.h"
 
+#include <algorithm>
 #include <string>
 
 #include "engine/error.h"
 #include "engine/limits.h"
 #include "engine/positions.h"
+#include "engine/relative_positions.h"
 
 namespace ordo::tools {
 
@@ -123,6 +125,66 @@ PositionPicture rope(const PositionPictureRequest& r) {
   return {{std::move(panel)}, "cos / sin of the rotation angle"};
 }
 
+// A score-bias scheme's picture: a row per head, the bias it adds to a query's score
+// for the key at each relative position key - query. The bias object itself is asked,
+// for one query row: at step L-1 over keys 0 .. 2L-2 (bidirectional) or 0 .. L-1
+// (causal: later keys are masked, so only -(L-1) .. 0 exist).
+PositionPicture bias_picture(const ScoreBias& bias, Index heads, Direction direction, Index length,
+                             std::string title) {
+  const Index keys = direction == Direction::Bidirectional ? 2 * length - 1 : length;
+  HeatmapPanel panel;
+  panel.title = std::move(title);
+  panel.values.resize(heads, keys);
+  panel.row_axis = "head";
+  panel.col_axis = "relative position (key - query)";
+  panel.first_col_number = -(length - 1);
+  Matrix row(1, keys);
+  for (Index h = 0; h < heads; ++h) {
+    row.fill(0.0f);
+    bias.add(row, h, length - 1);
+    std::ranges::copy(row.row(0), panel.values.row(h).begin());
+  }
+  return {{std::move(panel)}, "bias added to the attention score"};
+}
+
+Direction direction_of(Stack stack) { return stack == Stack::Encoder ? Direction::Bidirectional : Direction::Causal; }
+const char* stack_name(Stack stack) { return stack == Stack::Encoder ? "encoder" : "decoder"; }
+
+PositionPicture alibi(const PositionPictureRequest& r) {
+  Index heads = r.heads > 0 ? r.heads : 8;
+  if (r.model != nullptr) {
+    check_scheme(r, PositionEncoding::Alibi);
+    const ModelConfig& c = r.model->config();
+    const Index model_heads = r.stack == Stack::Encoder ? c.encoder_attention_heads : c.decoder_attention_heads;
+    if (r.heads > 0 && r.heads != model_heads)
+      throw OptionError("--heads", "the " + std::string(stack_name(r.stack)) + " of " +
+                                       r.model->directory().string() + " has " + std::to_string(model_heads) +
+                                       " heads, not " + std::to_string(r.heads) + " (leave --heads out)");
+    heads = model_heads;
+  }
+  const Index length = length_of(r);
+  const AlibiBias bias(heads, direction_of(r.stack));
+  return bias_picture(bias, heads, direction_of(r.stack), length,
+                      "ALiBi bias, " + std::to_string(heads) + " heads (" + stack_name(r.stack) + ": " +
+                          (r.stack == Stack::Encoder ? "-m|i-j|" : "causal") + ")");
+}
+
+PositionPicture t5_relative(const PositionPictureRequest& r) {
+  check_scheme(r, PositionEncoding::T5Relative);
+  const ModelConfig& c = r.model->config();
+  const auto name = tensor_name(c, r.stack, Role::RelativeBias, Part::Weight);
+  const TensorView table = name ? r.model->weights().get(*name) : TensorView{};
+  if (table.empty())
+    throw Error(r.model->directory().string(),
+                std::string("has no relative attention bias table for its ") + stack_name(r.stack),
+                "try the other --stack");
+  const Index length = length_of(r);
+  const T5RelativeBias bias(table, direction_of(r.stack), c.relative_attention_max_distance);
+  return bias_picture(bias, table.dim(1), direction_of(r.stack), length,
+                      std::string("T5 relative bias (") + stack_name(r.stack) + " table of " +
+                          r.model->directory().filename().string() + ")");
+}
+
 }  // namespace
 
 const std::vector<PositionScheme>& position_schemes() {
@@ -132,6 +194,10 @@ const std::vector<PositionScheme>& position_schemes() {
       {"learned", "the model's trained position table (needs --model)", true, learned},
       {"rope", "the cos/sin of the rotary angles, per head dimension (--dim: head width; --model: its theta)", false,
        rope},
+      {"alibi", "each head's bias over relative position, -m_h * distance (--heads, or --model's; --stack decoder: causal)",
+       false, alibi},
+      {"t5_relative", "each head's learned bias over relative position, by T5's buckets (needs --model)", true,
+       t5_relative},
   };
   return schemes;
 }

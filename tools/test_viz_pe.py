@@ -9,7 +9,9 @@ float32 rounding of pos * div_term (in float32 that code itself is 3.0e-6 off at
 64 x 128 and 6.6e-6 at 100 x 512; printed for the record). Tolerance 1e-6.
 RoPE: Hugging Face's rotate_half cos/sin table via the oracle (ordo_torch.rope_rotate
 of the vector [1..1, 0..0]), and the split sinusoidal layout of weights/sinusoidal-split
-via ordo_torch.sinusoidal_positions. Tolerance 1e-6.
+via ordo_torch.sinusoidal_positions. ALiBi: -m_h |key - query| with the paper's slopes
+(ordo_torch.alibi_slopes). T5: the model's own table looked up by the mesh_tensorflow
+bucket function's port (ordo_torch.t5_relative_position_bucket). Tolerance 1e-6.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ordo_torch import rope_rotate, sinusoidal_positions  # noqa: E402
+from ordo_torch import (alibi_slopes, read_safetensors, rope_rotate, sinusoidal_positions,  # noqa: E402
+                        t5_relative_position_bucket)
 
 ORDO = ""
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +79,29 @@ class VizPe(unittest.TestCase):
         ones = torch.cat([torch.ones(1, length, dim // 2), torch.zeros(1, length, dim // 2)], dim=-1)
         want = rope_rotate(ones.to(torch.float64), torch.arange(length)).reshape(length, dim).numpy()
         self.assertLess(np.abs(got - want).max(), 1e-6)
+
+    def test_alibi_is_minus_slope_times_distance(self):
+        for heads in (8, 6):
+            for stack, bidirectional in (("encoder", True), ("decoder", False)):
+                with self.subTest(heads=heads, stack=stack):
+                    got = viz_csv("--scheme", "alibi", "--heads", str(heads), "--length", "12", "--stack", stack)
+                    relative = np.arange(-11, 12 if bidirectional else 1)
+                    want = -np.array(alibi_slopes(heads))[:, None] * np.abs(relative)[None, :]
+                    self.assertEqual(got.shape, want.shape)
+                    self.assertLess(np.abs(got - want).max(), 1e-6)
+
+    def test_t5_relative_is_the_models_table_by_bucket(self):
+        model = ROOT / "weights" / "t5_relative"
+        tensors = read_safetensors(model / "model.safetensors")
+        for stack, bidirectional in (("encoder", True), ("decoder", False)):
+            with self.subTest(stack=stack):
+                got = viz_csv("--scheme", "t5_relative", "--model", str(model), "--length", "40", "--stack", stack)
+                table = tensors[f"model.{stack}.relative_attention_bias.weight"].to(torch.float64)  # [buckets, heads]
+                relative = torch.arange(-39, 40 if bidirectional else 1)
+                buckets = t5_relative_position_bucket(relative, bidirectional, 32, 128)
+                want = table[buckets].T.numpy()  # [heads, relative positions]
+                self.assertEqual(got.shape, want.shape)
+                self.assertLess(np.abs(got - want).max(), 1e-6)
 
 
 if __name__ == "__main__":
