@@ -98,7 +98,8 @@ void setup_pe(CLI::App& viz) {
       ->check(CLI::IsMember(known))
       ->capture_default_str();
   command->add_option("--length", options->length,
-                      "Positions to show (default: 64, or the whole table of a learned model)")
+                      "Positions to show (default: 64, or the whole table of a learned model; alibi and\n"
+                      "t5_relative: relative positions up to L-1 either side of the query)")
       ->check(CLI::Range(Index{1}, Index{4096}));
   command->add_option("--dim", options->dim,
                       "Width (default: 128; rope: the head width, 32; with --model, the model's own)")
