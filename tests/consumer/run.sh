@@ -34,6 +34,9 @@ for f in include/ordo/ordo.hpp lib/libordo.so lib/libordo.a bin/ordo share/ordo/
          share/ordo/tokenizer.model lib/cmake/ordo/ordoConfig.cmake lib/pkgconfig/ordo.pc; do
   [[ -e "$prefix/$f" ]] || fail "cmake --install did not install $f"
 done
+for f in share/ordo/data share/ordo/length-study share/ordo/README.md; do
+  [[ ! -e "$prefix/$f" ]] || fail "cmake --install installed $f, which is not a shipped model"
+done
 if grep -rlE '#include +"(engine|models|tokenizer)/|nlohmann|cblas|sentencepiece' "$prefix/include"; then
   fail "an installed header shows the engine's internals"
 fi
