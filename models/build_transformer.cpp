@@ -77,9 +77,13 @@ class Binder {
       case PositionEncoding::T5Relative:
         return std::make_shared<T5RelativeBias>(required(stack, Role::RelativeBias), direction,
                                                 config_.relative_attention_max_distance);
-      default:
+      case PositionEncoding::Sinusoidal:  // no default: a new scheme must say where it goes
+      case PositionEncoding::Learned:
+      case PositionEncoding::Rope:
+      case PositionEncoding::None:
         return nullptr;
     }
+    return nullptr;
   }
 
   struct SelfAttentionPositions {
