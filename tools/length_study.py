@@ -44,7 +44,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ordo_torch  # noqa: E402
-from train_models import EOS, PAD, learning_rate, read_tsv  # noqa: E402
+from train_models import EOS, PAD, optimize, read_tsv  # noqa: E402
 
 SCHEMES = ["sinusoidal", "learned", "rope", "alibi", "t5_relative", "none"]
 TRANSLATORS = ["sinusoidal", "learned", "rope", "alibi", "t5_relative", "none"]
@@ -107,13 +107,7 @@ def train_lm(scheme, args, vocab_size, train_ids):
         model.train()
         logits = model.lm_logits(ids)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1))
-        for g in optimizer.param_groups:
-            g["lr"] = learning_rate(step, args.lr, args.warmup, args.steps)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
+        losses.append(optimize(model, optimizer, loss, step, args))
         step += 1
         if step % 250 == 0 or step == args.steps:
             mean = sum(losses) / len(losses)

@@ -157,6 +157,18 @@ def learning_rate(step, peak, warmup, total):
     return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def optimize(model, optimizer, loss, step, args):
+    """One optimizer step on `loss` at the schedule's rate for `step` (args.lr,
+    args.warmup, args.steps), gradients clipped to norm 1; returns the loss value."""
+    for g in optimizer.param_groups:
+        g["lr"] = learning_rate(step, args.lr, args.warmup, args.steps)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
 def train_one(name, scheme, args, sp, train, dev, max_positions):
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
@@ -181,13 +193,7 @@ def train_one(name, scheme, args, sp, train, dev, max_positions):
             logits = model(src, tgt_in, src.eq(PAD))
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1),
                                    ignore_index=PAD, label_smoothing=args.label_smoothing)
-            for g in optimizer.param_groups:
-                g["lr"] = learning_rate(step, args.lr, args.warmup, args.steps)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            losses.append(loss.item())
+            losses.append(optimize(model, optimizer, loss, step, args))
             step += 1
             if step % args.eval_every == 0 or step == args.steps:
                 acc = exact_match(model, sp, dev)
@@ -374,13 +380,7 @@ def train_german_llama(args, sp, train_pairs, dev_pairs):
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)),
                                    ids[:, 1:].reshape(-1), ignore_index=PAD,
                                    label_smoothing=args.label_smoothing)
-            for g in optimizer.param_groups:
-                g["lr"] = learning_rate(step, args.lr, args.warmup, args.steps)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            losses.append(loss.item())
+            losses.append(optimize(model, optimizer, loss, step, args))
             step += 1
             if step % args.eval_every == 0 or step == args.steps:
                 seconds = round(time.time() - started, 1)  # training time, evaluation excluded
