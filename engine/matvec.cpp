@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/kernel_path.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -221,10 +223,7 @@ __attribute__((target("avx2,fma"))) void vecmat_avx2(const float* x, const float
   }
 }
 
-bool has_avx2() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return supported;
-}
+bool has_avx2() { return kernel_path() == KernelPath::Avx2; }
 #endif
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "engine/error.h"
+#include "engine/kernel_path.h"
 #include "models/build_transformer.h"
 
 namespace ordo {
@@ -40,6 +41,7 @@ void Model::print_warning(const std::string& message) {
 }
 
 std::shared_ptr<const Model> Model::load(const fs::path& directory, const WarningHandler& warn) {
+  kernels::check_kernel_setting();
   if (directory.empty())
     throw Error("model directory", "the path is empty", "give the directory that holds config.json");
   if (!is_directory_quietly(directory))

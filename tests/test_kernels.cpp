@@ -3,14 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/blas.h"
 #include "engine/error.h"
+#include "engine/kernel_path.h"
 #include "engine/matvec.h"
 #include "engine/thread_pool.h"
+#include "tests/cli_runner.h"
 #include "tests/reference.h"
 
 namespace ordo {
@@ -182,6 +187,36 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
                                     if (first > 0) throw Error("test", "second part fails");
                                   }),
                Error);
+}
+
+// The kernels take the AVX2 path exactly when the CPU has AVX2 and FMA and ORDO_CPU does
+// not say "portable": CTest runs this file once with ORDO_CPU=portable
+// (kernels.portable_path), so both paths are tested on any machine.
+TEST(Kernels, PathFollowsTheCpuAndOrdoCpu) {
+  const char* setting = std::getenv("ORDO_CPU");
+  const bool forced = setting != nullptr && std::string(setting) == "portable";
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const kernels::KernelPath want = avx2 && !forced ? kernels::KernelPath::Avx2 : kernels::KernelPath::Portable;
+  EXPECT_EQ(kernels::kernel_path_name(kernels::kernel_path()), kernels::kernel_path_name(want))
+      << "ORDO_CPU=" << (setting ? setting : "(unset)") << ", CPU with AVX2+FMA: " << avx2;
+}
+
+// A typo in ORDO_CPU is an error that names the variable, never a silent fallback.
+TEST(Kernels, AnUnknownOrdoCpuValueIsAnErrorThatNamesIt) {
+  (void)kernels::kernel_path();  // this process has made its choice; the child reads the variable
+  const char* before = std::getenv("ORDO_CPU");
+  const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("ORDO_CPU", "avx9", 1);
+  const auto result = testing_support::run_ordo("translate 'cats chase dogs'");
+  if (saved)
+    ::setenv("ORDO_CPU", saved->c_str(), 1);
+  else
+    ::unsetenv("ORDO_CPU");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err,
+            "ordo: environment variable ORDO_CPU: unknown value 'avx9' (the values are 'auto', the default, "
+            "and 'portable')\n");
 }
 
 }  // namespace

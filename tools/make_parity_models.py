@@ -16,19 +16,26 @@ separate/untied vocabularies, layernorm_embedding, position_offset, final_logits
 scale_embedding, eps, asymmetric encoder/decoder shapes, ...), rotated so that every
 position encoding meets every flavour. See FLAVOURS.
 
+THE ORACLE COMPUTES IN FLOAT64 (ORACLE_DTYPE): the models' weights are exactly what the
+files hold (F32, F16 or BF16 values), and every reference is computed from them in
+float64. PyTorch's float32 kernels depend on the CPU (ATEN_CPU_CAPABILITY) and round
+batched and single computations differently by up to ~5e-5 here; in float64 these
+differences are ~1e-13, so the references are the same on every machine, and what the
+C++ tests measure against them is ordo's own float32 rounding.
+
 reference.json: {"model", "dtype", "min_greedy_margin", "cases": [{"source_ids",
 "target_ids", "token_logprobs", "logprob", "greedy_max_length", "greedy_ids",
 "greedy_margins", "encoder_output"}], "batch": {...}, "beam": [...]}. token_logprobs are
-log_softmax (in float64) of the float32 logits, teacher-forced with decoder input
-[decoder_start] + target[:-1]. encoder_output values are float32, printed with 9
-significant digits (exact).
+log_softmax of the float64 logits, teacher-forced with decoder input
+[decoder_start] + target[:-1]. encoder_output values are float64 (17 significant
+digits, exact).
 
 "batch" runs all the cases at once, as one padded batch (sources and decoder inputs
 right-padded with pad_token_id, sources masked): {"sources": [each case's source_ids],
 "targets": [each case's target_ids], "token_logprobs": [per case, OrdoModel.score_batch],
 "greedy_max_length", "greedy_ids": [per case, OrdoModel.greedy_batch]}. The generator
 checks that it equals the cases' one-at-a-time results (ids identical, log-probs within
-1e-5 * max(1, |logprob|)).
+BATCH_LOGPROB_TOLERANCE = 1e-10 * max(1, |logprob|)).
 
 "beam" has one entry per case, in case order: {"source_ids", "beam_size": 3,
 "n_best": 3, "length_penalty": 1.0 for even case indices and 0.0 for odd ones,
@@ -109,13 +116,17 @@ from ordo_torch import (  # noqa: E402
     LlamaModel, OrdoModel, load_llama_dir, load_model_dir, round_weights_, save_llama_dir,
     save_model_dir)
 
+ORACLE_DTYPE = torch.float64  # see THE ORACLE COMPUTES IN FLOAT64 above
 MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
 GREEDY_MAX_LENGTH = 10
 MIN_BEAM_MARGIN = 1e-3    # the C++ side compares beam scores within 1e-4
 BEAM_SIZE = 3
 BEAM_N_BEST = 3
 BEAM_MAX_LENGTH = 10
-BATCH_LOGPROB_TOLERANCE = 1e-5  # times max(1, |logprob|): float32 logits reach ~30
+# Times max(1, |logprob|). Batched and single differ only in float64 summation order:
+# logits reach ~30, so ~1e-13 relative after a few hundred roundings of 1.1e-16 each;
+# 1e-10 leaves room and still catches any float32 rounding (6e-8) that slipped in.
+BATCH_LOGPROB_TOLERANCE = 1e-10
 SOURCE_DRAWS = 20         # source redraws per case before re-seeding the model
 MODEL_ATTEMPTS = 50
 
@@ -210,7 +221,7 @@ def random_weights_(model: OrdoModel, generator: torch.Generator) -> None:
             std, mean = 0.2, 0.0
         else:
             std, mean = 0.4, 0.0
-        p.copy_(torch.randn(p.shape, generator=generator) * std + mean)
+        p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * std + mean)
 
 
 def draw_source(rng: random.Random, length: int, cfg: dict) -> list:
@@ -246,7 +257,7 @@ def build(name, cfg, bias, dtype, seed):
     for attempt in range(MODEL_ATTEMPTS):
         torch_gen = torch.Generator().manual_seed(_seed_int(seed, name, attempt) % 2**63)
         rng = random.Random(f"{seed}/{name}/{attempt}")
-        model = OrdoModel(cfg, final_logits_bias=bias).eval()
+        model = OrdoModel(cfg, final_logits_bias=bias).to(ORACLE_DTYPE).eval()
         random_weights_(model, torch_gen)
         round_weights_(model, dtype)
         full = model.config
@@ -269,10 +280,6 @@ def build(name, cfg, bias, dtype, seed):
                        f"margins >= {MIN_BEAM_MARGIN} after {MODEL_ATTEMPTS} attempts")
 
 
-def _f32(x: float) -> float:
-    return float(f"{x:.9g}")  # shortest-ish decimal that round-trips a float32
-
-
 @torch.no_grad()
 def reference(model: OrdoModel, cases, name: str = "", full: bool = True,
               greedy=None) -> dict:
@@ -292,7 +299,7 @@ def reference(model: OrdoModel, cases, name: str = "", full: bool = True,
             "greedy_max_length": GREEDY_MAX_LENGTH,
             "greedy_ids": ids,
             "greedy_margins": margins,
-            "encoder_output": [[_f32(v) for v in row] for row in enc.tolist()],
+            "encoder_output": enc.tolist(),
         })
     if not full:
         return {"cases": out}
@@ -419,7 +426,7 @@ def random_llama_weights_(model: LlamaModel, generator: torch.Generator) -> None
             std, mean = 0.2, 0.0
         else:
             std, mean = 0.3, 0.0
-        p.copy_(torch.randn(p.shape, generator=generator) * std + mean)
+        p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * std + mean)
 
 
 def _eos_ids(family: str, cfg: dict) -> list:
@@ -453,10 +460,11 @@ def draw_continuation(rng: random.Random, family: str, cfg: dict) -> list:
 
 def make_generation_model(family: str, cfg: dict, options: dict, generator: torch.Generator):
     if family == "llama":
-        model = LlamaModel(cfg).eval()
+        model = LlamaModel(cfg).to(ORACLE_DTYPE).eval()
         random_llama_weights_(model, generator)
     else:
-        model = OrdoModel(cfg, final_logits_bias=options["final_logits_bias"]).eval()
+        model = OrdoModel(cfg, final_logits_bias=options["final_logits_bias"])
+        model = model.to(ORACLE_DTYPE).eval()
         random_weights_(model, generator)
         if options["final_logits_bias"]:
             with torch.no_grad():  # eos now and then: sequences of a batch stop apart
@@ -553,10 +561,10 @@ def write_generation_model(out: Path, name, family, cfg, options, seed) -> list:
     model_dir = out / name
     if family == "llama":
         save_llama_dir(model, model_dir, dtype=options["dtype"], shards=options["shards"])
-        loaded = load_llama_dir(model_dir)
+        loaded = load_llama_dir(model_dir, ORACLE_DTYPE)
     else:
         save_model_dir(model, model_dir, dtype=options["dtype"])
-        loaded = load_model_dir(model_dir)
+        loaded = load_model_dir(model_dir, ORACLE_DTYPE)
     before = generation_reference(model, cases, name, full=False,
                                   greedy=[g for g, _ in decided])
     after = generation_reference(loaded, cases, name)
@@ -589,7 +597,7 @@ def main(argv=None) -> int:
         model_dir = args.out / name
         save_model_dir(model, model_dir, dtype=dtype)
         before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
-        loaded = load_model_dir(model_dir)
+        loaded = load_model_dir(model_dir, ORACLE_DTYPE)
         after = reference(loaded, cases, name)
         beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
         if before["cases"] != after["cases"] or beams != [b for _, b in decided]:

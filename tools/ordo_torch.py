@@ -5,7 +5,15 @@ A model directory holds `config.json` (see `full_config`) and `model.safetensors
 tensor names are exactly the `state_dict()` keys of `OrdoModel`. The forward pass is
 written from the format's definition with torch's own building blocks
 (F.multi_head_attention_forward, F.layer_norm, F.linear, ...); sinusoids and rotary
-embeddings are written from their formulas, in float64, rounded once to float32.
+embeddings are written from their formulas, in float64, rounded once to the model's dtype.
+
+DTYPES. A model computes in the dtype of its parameters, torch's default dtype unless
+said otherwise: float32 for training and the speed peer, float64 for the oracle
+(make_parity_models passes dtype=torch.float64; test_ordo_torch sets the default). PyTorch
+picks its float32 kernels by the CPU (ATEN_CPU_CAPABILITY), and their rounding differs,
+batched or not, by ~1e-5 on these models; in float64 the same differences are ~1e-12,
+so the oracle's answer is the same on every machine. Nothing inside rounds to float32
+but T5's bucket index, which T5 defines in float32 (an integer either way).
 
 Requires only torch and numpy (the safetensors reader/writer is implemented here).
 
@@ -271,8 +279,9 @@ def kv_heads(cfg: dict) -> int:
 # ----------------------------------------------------------------------------------------
 
 def sinusoidal_positions(positions: Tensor, dim: int, layout: str = "interleaved",
-                         frequencies: str = "vaswani") -> Tensor:
-    """Position vectors [len(positions), dim], computed in float64 and rounded to float32.
+                         frequencies: str = "vaswani",
+                         dtype: torch.dtype = torch.float32) -> Tensor:
+    """Position vectors [len(positions), dim], computed in float64 and rounded to dtype.
 
     vaswani: w_i = 10000^(-2i/dim); tensor2tensor: w_i = exp(-i ln(10000) / (dim/2 - 1)),
     i in [0, dim/2). interleaved: pe[2i] = sin(p w_i), pe[2i+1] = cos(p w_i);
@@ -294,7 +303,7 @@ def sinusoidal_positions(positions: Tensor, dim: int, layout: str = "interleaved
         pe = torch.cat([sin, cos], dim=-1)
     else:
         raise ValueError(f"unknown sinusoidal layout {layout!r}")
-    return pe.to(torch.float32)
+    return pe.to(dtype)
 
 
 def _rope_cos_sin(positions: Tensor, head_dim: int, theta: float) -> Tuple[Tensor, Tensor]:
@@ -342,13 +351,14 @@ def alibi_slopes(heads: int) -> List[float]:
 
 
 def alibi_bias(heads: int, length: int, causal: bool) -> Tensor:
-    """[heads, length, length]: -m_h |i - j| (an encoder), or -m_h (i - j) (causal; keys
-    after the query are masked by the caller)."""
+    """[heads, length, length] in float64: -m_h |i - j| (an encoder), or -m_h (i - j)
+    (causal; keys after the query are masked by the caller). The attention rounds it to
+    the scores' dtype."""
     i = torch.arange(length)[:, None]
     j = torch.arange(length)[None, :]
     distance = (i - j) if causal else (i - j).abs()
     slopes = torch.tensor(alibi_slopes(heads), dtype=torch.float64)
-    return (-slopes[:, None, None] * distance[None].to(torch.float64)).to(torch.float32)
+    return -slopes[:, None, None] * distance[None].to(torch.float64)
 
 
 def t5_relative_position_bucket(relative_position: Tensor, bidirectional: bool,
@@ -592,8 +602,8 @@ class Stack(nn.Module):
         offset = c["position_offset"]
         if c["position_encoding"] == "sinusoidal":
             pe = sinusoidal_positions(offset + torch.arange(n), c["d_model"],
-                                      c["sinusoidal_layout"], c["sinusoidal_frequencies"])
-            x = x + pe.to(x.device, x.dtype)
+                                      c["sinusoidal_layout"], c["sinusoidal_frequencies"], x.dtype)
+            x = x + pe.to(x.device)
         elif c["position_encoding"] == "learned":
             if n > c["max_position_embeddings"]:
                 raise ValueError(f"{self.side} sequence of {n} steps is longer than "
@@ -654,9 +664,9 @@ def _check_beam_arguments(beam_size: int, n_best: int, max_length: int) -> None:
 def _beam_search(next_logits, eos_ids: Sequence[int], beam_size: int, n_best: int,
                  length_penalty: float, max_length: int,
                  min_length: int) -> Tuple[List[dict], float]:
-    """OrdoModel.beam_search's BEAM SEARCH over next_logits(prefixes) -> the float32
-    logits [len(prefixes), V] of the next token after each live prefix. A token is "eos"
-    if it is any of eos_ids."""
+    """OrdoModel.beam_search's BEAM SEARCH over next_logits(prefixes) -> the logits
+    [len(prefixes), V] of the next token after each live prefix. A token is "eos" if it
+    is any of eos_ids."""
     _check_beam_arguments(beam_size, n_best, max_length)
     K = int(beam_size)
     eos_set = set(eos_ids)
@@ -744,9 +754,9 @@ class GenerationMixin:
     `lm_pad_id` (the id right-padding is written with; padded slots are masked and
     their outputs never read, so it does not change any result).
 
-    Log-probabilities are log_softmax in float64 of the float32 logits. Greedy ties go
-    to the lowest id. The *_batch methods compute, in one right-padded batch, what the
-    one-sequence methods compute for each sequence.
+    Log-probabilities are log_softmax in float64 of the model's logits (float64 in the
+    oracle). Greedy ties go to the lowest id. The *_batch methods compute, in one
+    right-padded batch, what the one-sequence methods compute for each sequence.
     """
 
     def _padded(self, rows: List[List[int]]) -> Tuple[Tensor, Optional[Tensor], Tensor]:
@@ -982,7 +992,7 @@ class OrdoModel(GenerationMixin, nn.Module):
     @torch.no_grad()
     def score(self, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> List[float]:
         """Teacher-forced log-probabilities of each target token (decoder input is
-        [decoder_start] + tgt[:-1]); log_softmax of the float32 logits, in float64."""
+        [decoder_start] + tgt[:-1]); log_softmax of the logits, in float64."""
         was_training = self.training
         self.eval()
         try:
@@ -1098,7 +1108,7 @@ class OrdoModel(GenerationMixin, nn.Module):
         len(ids) ** length_penalty, finished, insertion counter); an offered hypothesis
         is added while the pool has < K entries, else replaces the worst entry (lowest
         normalized; among equals the latest inserted) if its normalized score is strictly
-        greater. A step: lp_b = log_softmax in float64 of beam b's float32 logits, with
+        greater. A step: lp_b = log_softmax in float64 of beam b's logits, with
         lp_b[eos] = -inf while len(prefix) + 1 < min_length; candidates (b, v) with
         total = score_b + lp_b[v] > -inf, sorted by total descending, then b, then v; the
         first 2K are walked with rank r: eos is offered to the pool (finished) if r < K,
@@ -1246,9 +1256,10 @@ def llama_config(partial: dict) -> dict:
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    """weight * (x / sqrt(mean(x^2) + eps)) over the last dimension, in float32
-    (Zhang & Sennrich 2019; no mean subtraction, no bias)."""
-    x = x.to(torch.float32)
+    """weight * (x / sqrt(mean(x^2) + eps)) over the last dimension, in float32 or wider
+    (x's dtype if that is wider: float64 in the oracle) (Zhang & Sennrich 2019; no mean
+    subtraction, no bias)."""
+    x = x.to(torch.promote_types(x.dtype, torch.float32))
     return weight * (x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps))
 
 
@@ -1513,8 +1524,8 @@ _SAVE_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat
 
 @torch.no_grad()
 def round_weights_(model: nn.Module, dtype: str) -> nn.Module:
-    """Rounds every parameter in place to `dtype` (F32 | F16 | BF16) and back to float32,
-    so the model computes with exactly what a file of that dtype holds."""
+    """Rounds every parameter in place to `dtype` (F32 | F16 | BF16) and back to its own
+    dtype, so the model computes with exactly what a file of that dtype holds."""
     if dtype not in _SAVE_DTYPES:
         raise ValueError(f"dtype must be one of {' | '.join(_SAVE_DTYPES)}, got {dtype!r}")
     target = _SAVE_DTYPES[dtype]
@@ -1545,9 +1556,10 @@ def save_model_dir(model: OrdoModel, out_dir, dtype: str = "F32",
     write_safetensors(out / "model.safetensors", tensors, metadata={"format": "pt"})
 
 
-def load_model_dir(path) -> OrdoModel:
-    """Loads a model directory into a float32 OrdoModel in eval mode. The file must hold
-    exactly the tensors the config implies (final_logits_bias optional), with their shapes."""
+def load_model_dir(path, dtype: Optional[torch.dtype] = None) -> OrdoModel:
+    """Loads a model directory into an OrdoModel in eval mode that computes in `dtype`
+    (default: torch's default dtype; float64 for the oracle, see DTYPES). The file must hold exactly the tensors the
+    config implies (final_logits_bias optional), with their shapes."""
     path = Path(path)
     config = full_config(json.loads((path / "config.json").read_text()))
     tensors = read_safetensors(path / "model.safetensors")
@@ -1564,7 +1576,8 @@ def load_model_dir(path) -> OrdoModel:
                              f"{list(t.shape)}, expected {list(expected[name].shape)}")
         if not t.is_floating_point():
             raise ValueError(f"{path / 'model.safetensors'}: tensor '{name}' is {t.dtype}")
-    model.load_state_dict({k: v.to(torch.float32) for k, v in tensors.items()}, strict=True)
+    dtype = dtype or torch.get_default_dtype()
+    model.to(dtype).load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
     return model.eval()
 
 
@@ -1629,9 +1642,10 @@ def save_llama_dir(model: LlamaModel, out_dir, dtype: str = "F32", shards: int =
     (out / LLAMA_INDEX).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
 
 
-def load_llama_dir(path) -> LlamaModel:
+def load_llama_dir(path, dtype: Optional[torch.dtype] = None) -> LlamaModel:
     """Loads a LLaMA directory (model.safetensors, or when there is none, the shards named
-    by model.safetensors.index.json) into a float32 LlamaModel in eval mode. The files
+    by model.safetensors.index.json) into a LlamaModel in eval mode that computes in
+    `dtype` (default: torch's default dtype; float64 for the oracle, see DTYPES). The files
     must hold exactly the tensors the config implies, with their shapes; with an index,
     every shard's tensors must be mapped to that shard, every mapped tensor must be in
     its shard, and total_size must be the bytes of all tensors' data."""
@@ -1678,5 +1692,6 @@ def load_llama_dir(path) -> LlamaModel:
                              f"expected {list(expected[name].shape)}")
         if not t.is_floating_point():
             raise ValueError(f"{source}: tensor '{name}' is {t.dtype}")
-    model.load_state_dict({k: v.to(torch.float32) for k, v in tensors.items()}, strict=True)
+    dtype = dtype or torch.get_default_dtype()
+    model.to(dtype).load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
     return model.eval()

@@ -30,6 +30,11 @@ from ordo_torch import (  # noqa: E402
     t5_relative_position_bucket)
 
 torch.set_num_threads(1)
+# The oracle computes in float64 (ordo_torch's DTYPES): every model and tensor these tests
+# make does too, so that comparing two of the oracle's own computations (batched and
+# single, beam and brute force) gives the same answer on every CPU, to ~1e-13. Tests of
+# the float32 path the trainer and the speed peer use say float32 explicitly.
+torch.set_default_dtype(torch.float64)
 
 BASE = dict(vocab_size=40, d_model=16, encoder_layers=2, decoder_layers=2,
             encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
@@ -197,8 +202,10 @@ class RoundTripTest(unittest.TestCase):
         for i, cfg in enumerate(self.CONFIGS):
             with self.subTest(config=cfg), tempfile.TemporaryDirectory() as tmp:
                 model = random_model(i, bias=i % 2 == 1, **cfg)
-                before = {k: v.clone() for k, v in model.state_dict().items()}
                 save_model_dir(model, tmp, extra_config={"description": "test"})
+                # Saving rounded the float64 model to F32 in place; that model is what
+                # the file must give back, bit for bit.
+                before = {k: v.clone() for k, v in model.state_dict().items()}
                 loaded = load_model_dir(tmp)
                 self.assertEqual(json.loads((Path(tmp) / "config.json").read_text())["description"],
                                  "test")
@@ -221,7 +228,7 @@ class RoundTripTest(unittest.TestCase):
                 self.assertTrue(all(t.dtype == torch_dtype for t in stored.values()))
                 state = model.state_dict()
                 for k, v in stored.items():
-                    self.assertTrue(torch.equal(v.float(), state[k]), k)
+                    self.assertTrue(torch.equal(v.to(state[k].dtype), state[k]), k)
                 self.assertFalse(torch.equal(original, state["model.encoder.layers.0.fc1.weight"]))
                 loaded = load_model_dir(tmp)
                 self.assertEqual(loaded.score([4, 1], [5, 1]), model.score([4, 1], [5, 1]))
@@ -278,7 +285,7 @@ class PositionsTest(unittest.TestCase):
             a, b = (i, i + hd // 2) if layout == "half" else (2 * i, 2 * i + 1)
             out[a] = x[a] * math.cos(angle) - x[b] * math.sin(angle)
             out[b] = x[a] * math.sin(angle) + x[b] * math.cos(angle)
-        return out.float()
+        return out.to(x.dtype)
 
     def test_rope(self):
         g = torch.Generator().manual_seed(0)
@@ -310,7 +317,7 @@ class PositionsTest(unittest.TestCase):
         def rotate_half(t):
             return torch.cat((-t[..., hd // 2:], t[..., : hd // 2]), dim=-1)
 
-        hf = x * emb.cos().float() + rotate_half(x) * emb.sin().float()
+        hf = x * emb.cos().to(x.dtype) + rotate_half(x) * emb.sin().to(x.dtype)
         self.assertTrue(torch.allclose(rope_rotate(x, pos, 10000.0, "half"), hf, atol=1e-6))
         # The two layouts are the same rotation on permuted dimensions.
         perm = torch.tensor([i // 2 + (hd // 2) * (i % 2) for i in range(hd)])
@@ -403,9 +410,9 @@ class ModelTest(unittest.TestCase):
                 logits = model(src, torch.tensor(targets), pad)
                 for b, (s, t) in enumerate(zip(sources, targets)):
                     alone = model.encode(torch.tensor([s]))[0]
-                    self.assertTrue(torch.allclose(enc[b, :len(s)], alone, atol=1e-5))
+                    self.assertTrue(torch.allclose(enc[b, :len(s)], alone, atol=1e-10))
                     alone = model(torch.tensor([s]), torch.tensor([t]))[0]
-                    self.assertTrue(torch.allclose(logits[b], alone, atol=1e-4))
+                    self.assertTrue(torch.allclose(logits[b], alone, atol=1e-10))
 
     def test_explicit_attention_matches_multi_head_attention_forward(self):
         torch.manual_seed(0)
@@ -574,14 +581,14 @@ class BatchTest(unittest.TestCase):
                     for b, src in enumerate(sources):
                         one_ids, one_margins = model.greedy(src, 8)
                         self.assertEqual(ids[b], one_ids, b)
-                        self.assertTrue(np.allclose(margins[b], one_margins, atol=1e-4), b)
+                        self.assertTrue(np.allclose(margins[b], one_margins, atol=1e-10), b)
                         finished += ids[b][-1] == 1
                         unfinished += ids[b][-1] != 1
                     logprobs = model.score_batch(sources, targets)
                     for b, (src, tgt) in enumerate(zip(sources, targets)):
                         one = model.score(src, tgt)
                         self.assertEqual(len(logprobs[b]), len(one))
-                        self.assertTrue(all(close(x, y, 1e-5) for x, y in zip(logprobs[b], one)),
+                        self.assertTrue(all(close(x, y, 1e-10) for x, y in zip(logprobs[b], one)),
                                         (b, logprobs[b], one))
         # Some sequences stopped at eos while others went on.
         self.assertGreater(finished, 10)
@@ -613,7 +620,7 @@ class BeamSearchTest(unittest.TestCase):
         outputs = [list(p) + [eos] for n in range(max_length) for p in
                    itertools.product(others, repeat=n)]
         outputs += [list(p) for p in itertools.product(others, repeat=max_length)]
-        model, src = self.tiny_model(2, eos_bias=1.0), [5, 1]  # tops of every kind
+        model, src = self.tiny_model(5, eos_bias=1.0), [5, 1]  # tops of every kind
         scores = {tuple(ids): math.fsum(model.score(src, ids)) for ids in outputs}
         seen = set()
         for alpha, min_length in itertools.product((0.0, 1.0, 0.6), (0, 2)):
@@ -660,7 +667,7 @@ class BeamSearchTest(unittest.TestCase):
                     self.assertEqual(hyp["finished"], ids[-1] == 1)
                     # Same decoder calls as greedy: the float64 sum is bit-identical.
                     self.assertEqual(hyp["score"], sum(stepwise_logprobs(model, src, ids)))
-                    self.assertTrue(close(hyp["score"], math.fsum(model.score(src, ids)), 1e-5))
+                    self.assertTrue(close(hyp["score"], math.fsum(model.score(src, ids)), 1e-10))
 
     class Scripted(OrdoModel):
         """Next-token probabilities from a table keyed by the prefix (tokens 0..3, eos 1)."""
@@ -749,7 +756,7 @@ class BeamSearchTest(unittest.TestCase):
                     self.assertTrue(h["finished"] or len(ids) == 8)
                     self.assertGreaterEqual(len(ids), min_length)
                     self.assertTrue(close(h["score"], math.fsum(model.score([4, 12, 19, 22, 1],
-                                                                            ids)), 1e-5))
+                                                                            ids)), 1e-10))
         for bad in (dict(beam_size=0, n_best=1), dict(beam_size=2, n_best=3),
                     dict(beam_size=2, n_best=1, max_length=0)):
             with self.assertRaises(ValueError):
@@ -904,7 +911,9 @@ class LlamaPiecesTest(unittest.TestCase):
         g = torch.Generator().manual_seed(0)
         x, weight = torch.randn(3, 5, 8, generator=g) * 3, torch.randn(8, generator=g)
         got = rms_norm(x, weight, 1e-5)
-        self.assertEqual(got.dtype, torch.float32)
+        self.assertEqual(got.dtype, torch.float64)  # the oracle's float64 stays float64
+        for low in (torch.float32, torch.float16):  # the trainer's dtypes: float32 or wider
+            self.assertEqual(rms_norm(x.to(low), weight.float(), 1e-5).dtype, torch.float32)
         for row, out in zip(x.reshape(-1, 8).tolist(), got.reshape(-1, 8).tolist()):
             rms = math.sqrt(sum(v * v for v in row) / 8 + 1e-5)
             want = [wi * v / rms for wi, v in zip(weight.tolist(), row)]
@@ -1024,7 +1033,7 @@ class LlamaModelTest(unittest.TestCase):
                     self.assertEqual(hyp["ids"], ids)
                     self.assertTrue(close(hyp["score"],
                                           math.fsum(model.lm_score(prompt + ids)[len(prompt) - 1:]),
-                                          1e-5))
+                                          1e-10))
 
     def test_sharded_save_load_equals_single_file(self):
         for dtype, shards in (("F32", 2), ("F16", 3), ("BF16", 5)):
@@ -1178,7 +1187,7 @@ class GenerationBatchTest(unittest.TestCase):
                 for b, prompt in enumerate(prompts):
                     one_ids, one_margins = model.lm_greedy(prompt, 8)
                     self.assertEqual(ids[b], one_ids, b)
-                    self.assertTrue(np.allclose(margins[b], one_margins, atol=1e-4), b)
+                    self.assertTrue(np.allclose(margins[b], one_margins, atol=1e-10), b)
                     stopped = ids[b][-1] in model.eos_ids
                     finished += stopped
                     unfinished += not stopped
@@ -1186,7 +1195,7 @@ class GenerationBatchTest(unittest.TestCase):
                 for b, seq in enumerate(sequences):
                     one = model.lm_score(seq)
                     self.assertEqual(len(logprobs[b]), len(seq) - 1)
-                    self.assertTrue(all(close(x, y, 1e-5) for x, y in zip(logprobs[b], one)),
+                    self.assertTrue(all(close(x, y, 1e-10) for x, y in zip(logprobs[b], one)),
                                     (b, logprobs[b], one))
         self.assertGreater(finished, 10)
         self.assertGreater(unfinished, 10)
@@ -1253,8 +1262,8 @@ class ParityModelsTest(unittest.TestCase):
                 self.assertEqual(batch["token_logprobs"],
                                  model.score_batch(batch["sources"], batch["targets"]))
                 for got, case in zip(batch["token_logprobs"], cases):
-                    self.assertTrue(np.allclose(got, case["token_logprobs"], rtol=1e-5,
-                                                atol=1e-5))
+                    self.assertTrue(np.allclose(got, case["token_logprobs"], rtol=1e-10,
+                                                atol=1e-10))
                 self.assertEqual(len(ref["beam"]), len(cases))
                 for i, (entry, case) in enumerate(zip(ref["beam"], cases)):
                     self.assertEqual(entry["source_ids"], case["source_ids"])
@@ -1274,7 +1283,7 @@ class ParityModelsTest(unittest.TestCase):
                                          (hyps, margin))
                         for h in hyps:
                             self.assertTrue(math.isclose(h["score"], math.fsum(model.score(
-                                case["source_ids"], h["ids"])), rel_tol=1e-5, abs_tol=1e-5))
+                                case["source_ids"], h["ids"])), rel_tol=1e-10, abs_tol=1e-10))
                     seen.update(("beam finished", h["finished"]) for h in entry["hypotheses"])
         for pe, layout, freqs, rope_layout in (
                 ("sinusoidal", "interleaved", "vaswani", "half"),
@@ -1361,7 +1370,7 @@ class ParityModelsTest(unittest.TestCase):
             self.assertEqual(batch["greedy_ids"], [c["greedy_ids"] for c in cases])
             self.assertEqual(batch["token_logprobs"], model.lm_score_batch(batch["sequences"]))
             for got, case in zip(batch["token_logprobs"], cases):
-                self.assertTrue(np.allclose(got, case["token_logprobs"], rtol=1e-5, atol=1e-5))
+                self.assertTrue(np.allclose(got, case["token_logprobs"], rtol=1e-10, atol=1e-10))
             self.assertEqual(len(ref["beam"]), len(cases))
             for i, (entry, case) in enumerate(zip(ref["beam"], cases)):
                 self.assertEqual(entry["prompt_ids"], case["prompt_ids"])
