@@ -129,6 +129,10 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
   if (c.position_encoding == PositionEncoding::T5Relative) {
     // The bucket function divides each side's buckets in two and takes
     // log(max_distance / exact buckets): fewer buckets or a shorter distance is no table.
+    // Sizes like any other; the bias table itself stops at the longest distance a
+    // sequence can have (engine/relative_positions.h), whatever max_distance says.
+    check.at_most_max_size("relative_attention_num_buckets", c.relative_attention_num_buckets);
+    check.at_most_max_size("relative_attention_max_distance", c.relative_attention_max_distance);
     if (c.relative_attention_num_buckets < 4)
       keys.fail("relative_attention_num_buckets",
                 "t5_relative needs at least 4 buckets, got " + std::to_string(c.relative_attention_num_buckets),

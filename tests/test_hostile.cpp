@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +17,9 @@
 
 #include "engine/error.h"
 #include "engine/feed_forward.h"
+#include "engine/limits.h"
 #include "engine/ops.h"
+#include "engine/relative_positions.h"
 #include "engine/search.h"
 #include "models/model.h"
 #include "tests/cli_runner.h"
@@ -251,6 +254,96 @@ TEST(Hostile, AnAddressSpaceLimitTooTightForOpenBlasIsAnErrorNotAHang) {
   EXPECT_NE(err.str().find("ulimit -v"), std::string::npos) << err.str();
   std::filesystem::remove_all(dir);
 #endif
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Issue 20, part 2: a tensor, a config value or a directory entry never crashes, hangs or
+// exhausts memory.
+
+// Runs `ordo ARGUMENTS` under `timeout 60` in a shell; a hang shows as exit 124.
+testing_support::CommandResult run_ordo_with_timeout(const std::string& arguments, const std::string& shell_prefix = "") {
+  const auto dir = testing_support::temp_dir("timeout");
+  const std::string out_path = (dir / "out").string(), err_path = (dir / "err").string(),
+                    code_path = (dir / "code").string();
+  const std::string command = shell_prefix + "timeout 60 " + shell_quote(ORDO_CLI) + " " + arguments +
+                              " </dev/null >" + shell_quote(out_path) + " 2>" + shell_quote(err_path) +
+                              "; echo $? >" + shell_quote(code_path);
+  EXPECT_EQ(std::system(("sh -c " + shell_quote(command)).c_str()), 0);
+  const auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  testing_support::CommandResult result;
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  std::istringstream(slurp(code_path)) >> result.exit_code;
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+// How many lines `text` holds (a last line without '\n' counts).
+std::size_t line_count(const std::string& text) {
+  std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  if (!text.empty() && text.back() != '\n') ++lines;
+  return lines;
+}
+
+// A copy of a shipped model with some config.json keys changed.
+std::filesystem::path shipped_model_with(const std::string& name, const nlohmann::json& changes) {
+  const auto dir = testing_support::temp_dir("hostile");
+  const auto from = std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / name;
+  for (const auto& entry : std::filesystem::directory_iterator(from))
+    std::filesystem::copy_file(entry.path(), dir / entry.path().filename());
+  std::ifstream in(from / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config.update(changes);
+  std::ofstream(dir / "config.json", std::ios::trunc) << config.dump(2);
+  return dir;
+}
+
+// relative_attention_max_distance 2^62 crashed even `ordo inspect` (SIGSEGV in
+// T5RelativeBias); 2^25 took 2.4 GB and 18 s for a 1.4 MB model. The config bounds it
+// like every size, and the bias table covers only distances a sequence can have.
+TEST(Hostile, AHugeT5MaxDistanceIsRefusedOrCostsNothing) {
+  const auto dir = shipped_model_with("t5_relative", {{"relative_attention_max_distance", std::int64_t{1} << 62}});
+  auto r = run_ordo_with_timeout("inspect --model " + shell_quote(dir.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("key 'relative_attention_max_distance': is 4611686018427387904, more than ordo supports"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(dir);
+
+  // The largest distance the config allows still translates, as cheaply as 128.
+  const auto allowed = shipped_model_with("t5_relative", {{"relative_attention_max_distance", 1 << 24}});
+  r = run_ordo_with_timeout("translate --model " + shell_quote(allowed.string()) + " 'cats chase dogs'",
+                            "ulimit -v 1500000; ");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  std::filesystem::remove_all(allowed);
+}
+
+// Distances beyond what any sequence holds are never looked up, so the table stops
+// there, and every distance a sequence can hold gets T5's bucket for the real maximum.
+TEST(Hostile, T5BiasTablesCoverOnlyTheDistancesASequenceCanHave) {
+  constexpr Index kBuckets = 32, kHeads = 2;
+  constexpr Index kMaxDistance = Index{1} << 40;
+  std::vector<float> table;
+  for (Index b = 0; b < kBuckets; ++b)
+    for (Index h = 0; h < kHeads; ++h) table.push_back(static_cast<float>(10 * b + h));
+  const T5RelativeBias bias(TensorView(table.data(), {kBuckets, kHeads}), Direction::Bidirectional, kMaxDistance);
+  Matrix scores(2, kMaxSequenceLength);
+  scores.view().fill(0.0f);
+  const Index first_query = kMaxSequenceLength - 2;
+  bias.add(scores.view(), 1, first_query);
+  for (Index i = 0; i < 2; ++i)
+    for (Index j = 0; j < kMaxSequenceLength; j += 97) {
+      const Index bucket = t5_relative_bucket(j - (first_query + i), Direction::Bidirectional, kBuckets, kMaxDistance);
+      ASSERT_EQ(scores(i, j), static_cast<float>(10 * bucket + 1)) << i << ", " << j;
+    }
 }
 
 }  // namespace
