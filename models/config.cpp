@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string_view>
@@ -12,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/regular_file.h"
 #include "models/config_reader.h"
 #include "models/json_message.h"
 #include "models/llama_config.h"
@@ -230,22 +229,9 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
 }
 
 ModelConfig ModelConfig::load(const std::filesystem::path& path) {
-  const std::string source = path.string();
-  std::error_code error;
-  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
-    throw Error(source, "is not a regular file", "config.json is a JSON file next to the weights");
   // A config is a few kilobytes; reading it whole must not become reading anything.
-  constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
-  if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxConfigBytes)
-    throw Error(source, "is " + std::to_string(size) + " bytes, more than a config.json can be (" +
-                            std::to_string(kMaxConfigBytes) + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(source, "cannot open the model config",
-                "a model directory holds config.json next to its weights");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(source, "cannot read the model config");
-  return parse(text, source);
+  constexpr std::uint64_t kMaxConfigBytes = 16u << 20;
+  return parse(read_regular_file(path, kMaxConfigBytes, "a config.json"), path.string());
 }
 
 ModelConfig ModelConfig::parse(std::string_view text, const std::string& source) {

@@ -1,8 +1,6 @@
 #include "models/safetensors.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/regular_file.h"
 #include "models/json_message.h"
 
 namespace ordo {
@@ -261,12 +260,9 @@ struct SafetensorsFile::Mapping {
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   const std::string file = path.string();
   auto mapping = std::make_shared<Mapping>();
-  mapping->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (mapping->fd < 0) throw Error(file, "cannot open: " + system_error());
-  struct stat status {};
-  if (fstat(mapping->fd, &status) != 0) throw Error(file, "cannot stat: " + system_error());
-  if (!S_ISREG(status.st_mode)) throw Error(file, "not a regular file");
-  const auto file_size = static_cast<std::uint64_t>(status.st_size);
+  RegularFile regular = RegularFile::open(path);
+  const std::uint64_t file_size = regular.size();
+  mapping->fd = regular.release();
   if (file_size >= 8) {  // shorter files are refused by validate(), which says so
     mapping->size = static_cast<std::size_t>(file_size);
     mapping->address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, mapping->fd, 0);
@@ -341,8 +337,12 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
   std::uint64_t covered = 0;  // end of the previous tensor
   const Entry* previous = nullptr;
   for (const Entry& entry : entries) {
-    const std::string range =
-        "[" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + ")";
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "[" + to_string(...).
+    std::string range = "[";
+    range += std::to_string(entry.begin);
+    range += ", ";
+    range += std::to_string(entry.end);
+    range += ")";
     if (entry.begin < covered)
       throw Error(tensor_where(path, entry.name),
                   "data " + range + " overlaps tensor '" + previous->name + "', which ends at " +

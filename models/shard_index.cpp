@@ -1,12 +1,12 @@
 #include "models/shard_index.h"
 
-#include <fstream>
 #include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/regular_file.h"
 #include "models/json_message.h"
 
 namespace ordo {
@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // An index lists a few thousand names at most; anything far larger is not an index.
-constexpr std::uintmax_t kMaxIndexBytes = 64u << 20;
+constexpr std::uint64_t kMaxIndexBytes = 64u << 20;
 
 bool exists_quietly(const fs::path& path) {
   std::error_code error;
@@ -24,16 +24,9 @@ bool exists_quietly(const fs::path& path) {
 }
 
 nlohmann::json read_index(const fs::path& path) {
-  std::error_code error;
-  const auto size = fs::file_size(path, error);
-  if (error) throw Error(path.string(), "cannot read the shard index: " + error.message());
-  if (size > kMaxIndexBytes)
-    throw Error(path.string(), "is " + std::to_string(size) + " bytes, more than a shard index can be (" +
-                                   std::to_string(kMaxIndexBytes) + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open the shard index");
+  const std::string text = read_regular_file(path, kMaxIndexBytes, "a shard index");
   try {
-    return nlohmann::json::parse(in, json_depth_limit(path.string()));
+    return nlohmann::json::parse(text, json_depth_limit(path.string()));
   } catch (const nlohmann::json::exception& e) {
     throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
   }

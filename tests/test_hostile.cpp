@@ -261,12 +261,13 @@ TEST(Hostile, AnAddressSpaceLimitTooTightForOpenBlasIsAnErrorNotAHang) {
 // Issue 20, part 2: a tensor, a config value or a directory entry never crashes, hangs or
 // exhausts memory.
 
-// Runs `ordo ARGUMENTS` under `timeout 60` in a shell; a hang shows as exit 124.
-testing_support::CommandResult run_ordo_with_timeout(const std::string& arguments, const std::string& shell_prefix = "") {
+// Runs `ordo ARGUMENTS` under `timeout SECONDS` in a shell; a hang shows as exit 124.
+testing_support::CommandResult run_ordo_with_timeout(const std::string& arguments, const std::string& shell_prefix = "",
+                                                     int seconds = 60) {
   const auto dir = testing_support::temp_dir("timeout");
   const std::string out_path = (dir / "out").string(), err_path = (dir / "err").string(),
                     code_path = (dir / "code").string();
-  const std::string command = shell_prefix + "timeout 60 " + shell_quote(ORDO_CLI) + " " + arguments +
+  const std::string command = shell_prefix + "timeout " + std::to_string(seconds) + " " + shell_quote(ORDO_CLI) + " " + arguments +
                               " </dev/null >" + shell_quote(out_path) + " 2>" + shell_quote(err_path) +
                               "; echo $? >" + shell_quote(code_path);
   EXPECT_EQ(std::system(("sh -c " + shell_quote(command)).c_str()), 0);
@@ -344,6 +345,40 @@ TEST(Hostile, T5BiasTablesCoverOnlyTheDistancesASequenceCanHave) {
       const Index bucket = t5_relative_bucket(j - (first_query + i), Direction::Bidirectional, kBuckets, kMaxDistance);
       ASSERT_EQ(scores(i, j), static_cast<float>(10 * bucket + 1)) << i << ", " << j;
     }
+}
+
+// A FIFO where a model file should be blocked `ordo` forever in open(). Every file of a
+// model directory is opened without blocking and refused unless it is a regular file.
+TEST(Hostile, AFifoInAModelDirectoryIsRefusedNotWaitedFor) {
+  const auto weights = std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal";
+  const auto fifo = [](const std::filesystem::path& path) {
+    ASSERT_EQ(std::system(("mkfifo " + shell_quote(path.string())).c_str()), 0) << path;
+  };
+  const auto expect_refused = [](const std::filesystem::path& dir, const std::string& file) {
+    SCOPED_TRACE(file);
+    const auto r = run_ordo_with_timeout("inspect --model " + shell_quote(dir.string()), "", 20);
+    EXPECT_EQ(r.exit_code, 1) << "124 means ordo waited on the FIFO; stderr: " << r.err;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(file + ": is not a regular file"), std::string::npos) << r.err;
+  };
+  for (const std::string file : {"config.json", "model.safetensors", "tokenizer.model"}) {
+    const auto dir = testing_support::temp_dir("fifo");
+    for (const char* name : {"config.json", "model.safetensors", "tokenizer.model"})
+      if (name != file) std::filesystem::copy_file(weights / name, dir / name);
+    fifo(dir / file);
+    expect_refused(dir, file);
+    std::filesystem::remove_all(dir);
+  }
+  // Shards: the index, then a shard it names.
+  const auto dir = testing_support::temp_dir("fifo");
+  std::filesystem::copy_file(weights / "config.json", dir / "config.json");
+  fifo(dir / "model.safetensors.index.json");
+  expect_refused(dir, "model.safetensors.index.json");
+  std::filesystem::remove(dir / "model.safetensors.index.json");
+  std::ofstream(dir / "model.safetensors.index.json") << R"({"weight_map": {"model.shared.weight": "a.safetensors"}})";
+  fifo(dir / "a.safetensors");
+  expect_refused(dir, "a.safetensors");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
