@@ -381,5 +381,20 @@ TEST(Hostile, AFifoInAModelDirectoryIsRefusedNotWaitedFor) {
   std::filesystem::remove_all(dir);
 }
 
+// --threads 40 under `ulimit -v 300000`: the 13th thread or so cannot get its stack, and
+// std::thread threw while earlier workers were still joinable: std::terminate, SIGABRT.
+// The pool now stops and joins the workers it started and throws ordo::Error.
+TEST(Hostile, ThreadsThatCannotStartAreAnErrorNotAnAbort) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#else
+  const auto r = run_ordo_with_timeout("translate --threads 40 'cats chase dogs'", "ulimit -v 300000; ");
+  EXPECT_EQ(r.exit_code, 1) << "134 is SIGABRT; stderr: " << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+#endif
+}
+
 }  // namespace
 }  // namespace ordo
