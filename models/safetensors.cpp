@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/printable.h"
 #include "engine/regular_file.h"
 #include "models/json_message.h"
 
@@ -61,7 +62,7 @@ std::string supported_dtypes() {
 std::string system_error() { return std::strerror(errno); }
 
 std::string tensor_where(const std::filesystem::path& path, const std::string& name) {
-  return path.string() + ": tensor '" + name + "'";
+  return path.string() + ": tensor '" + printable(name) + "'";
 }
 
 // A JSON integer as uint64/int64, or nullopt when it is not an integer (or does not fit).
@@ -158,7 +159,7 @@ void read_metadata(const std::filesystem::path& path, const json& value, Header&
     throw Error(file + ": '__metadata__'", "is " + std::string(value.type_name()) + ", expected an object of strings");
   for (const auto& [key, text] : value.items()) {
     if (!text.is_string())
-      throw Error(file + ": '__metadata__' key '" + key + "'",
+      throw Error(file + ": '__metadata__' key '" + printable(key) + "'",
                   "value " + json_excerpt(text) + " is " + text.type_name() + ", expected a string");
     header.metadata[key] = text.get<std::string>();
   }
@@ -198,8 +199,8 @@ class HeaderReader {
     const bool repeated = open_.size() == 1 ? !top_level_names_.insert(name).second : object.value.contains(name);
     if (repeated) {
       if (open_.size() == 1) throw Error(tensor_where(path_, name), "appears twice in the header");
-      throw Error(path_.string() + ": header entry '" + open_[open_.size() - 2].key + "'",
-                  "key '" + name + "' appears twice");
+      throw Error(path_.string() + ": header entry '" + printable(open_[open_.size() - 2].key) + "'",
+                  "key '" + printable(name) + "' appears twice");
     }
     object.key = std::move(name);
     return true;
@@ -384,13 +385,13 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
     range += ")";
     if (entry.begin < covered)
       throw Error(tensor_where(path, entry.name),
-                  "data " + range + " overlaps tensor '" + previous->name + "', which ends at " +
+                  "data " + range + " overlaps tensor '" + printable(previous->name) + "', which ends at " +
                       std::to_string(covered));
     if (entry.begin > covered)
       throw Error(tensor_where(path, entry.name),
                   "gap of " + std::to_string(entry.begin - covered) + " bytes before its data " +
                       range +
-                      (previous ? ", after tensor '" + previous->name + "' ending at " +
+                      (previous ? ", after tensor '" + printable(previous->name) + "' ending at " +
                                       std::to_string(covered)
                                 : std::string(", at the start of the data")));
     if (entry.end > data_size)
@@ -405,7 +406,7 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
   if (covered != data_size)
     throw Error(file,
                 std::to_string(data_size - covered) + " bytes of data after " +
-                    (previous ? "the last tensor '" + previous->name + "'" : "an empty header") +
+                    (previous ? "the last tensor '" + printable(previous->name) + "'" : "an empty header") +
                     " (file is " + std::to_string(file_size) + " bytes, tensors end at " +
                     std::to_string(data_start + covered) + ")",
                 "trailing bytes: corrupted or wrongly concatenated file?");

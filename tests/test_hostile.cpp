@@ -19,6 +19,7 @@
 #include "engine/feed_forward.h"
 #include "engine/limits.h"
 #include "engine/ops.h"
+#include "engine/printable.h"
 #include "engine/relative_positions.h"
 #include "engine/search.h"
 #include "models/model.h"
@@ -429,6 +430,63 @@ TEST(Hostile, ARequestLargerThanMemoryIsRefusedBeforeItAllocates) {
   }
   EXPECT_NE(message.find("decoding: needs "), std::string::npos) << message;
   EXPECT_NE(message.find("64 inputs x beam 1024 x max length 4092"), std::string::npos) << message;
+}
+
+// A tensor named "x\nordo: fake line\x1b[2K" forged a second stderr line and wrote a raw
+// ESC (erase line) to the terminal, in a warning, an error and `ordo inspect`. Text from
+// a file is printed escaped (engine/printable.h).
+TEST(Hostile, NamesFromAFileCannotForgeLinesOrWriteEscapes) {
+  const std::string forged = "x\nordo: fake line\x1b[2K";
+  const auto has_raw_control = [](const std::string& text) {
+    return std::any_of(text.begin(), text.end(), [](char c) { return c == '\x1b' || c == '\r' || c == '\0'; });
+  };
+  const auto dir = testing_support::temp_dir("forged");
+  testing_support::write_random_model(dir, testing_support::tiny_config(), 3, [&](std::vector<NamedTensor>& tensors) {
+    tensors.push_back({forged, {1}, {0.5f}});
+  });
+  // A warning: the tensor is not used by this config.
+  auto r = run_ordo_with_timeout("translate --model " + shell_quote(dir.string()) + " --source-ids '5 6 1'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+  EXPECT_NE(r.err.find("tensor 'x\\nordo: fake line\\x1b[2K' is not used"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\nordo: fake line"), std::string::npos) << r.err;
+  // ordo inspect lists it, escaped.
+  r = run_ordo_with_timeout("inspect --model " + shell_quote(dir.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(has_raw_control(r.out));
+  EXPECT_EQ(r.out.find("\nordo: fake line"), std::string::npos);
+  EXPECT_NE(r.out.find("x\\nordo: fake line\\x1b[2K"), std::string::npos);
+  // An error naming it: a data_offsets pair that does not match its shape.
+  std::filesystem::remove_all(dir);
+  const auto broken = testing_support::temp_dir("forged");
+  std::filesystem::copy_file(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal" / "config.json",
+                             broken / "config.json");
+  const std::string header = "{" + nlohmann::json(nlohmann::json::string_t("x\nordo: fake line\x1b[2K")).dump() +
+                             ": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 4]}}";
+  {
+    std::ofstream out(broken / "model.safetensors", std::ios::binary);
+    const std::uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header << std::string(4, '\0');
+  }
+  r = run_ordo_with_timeout("inspect --model " + shell_quote(broken.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+  EXPECT_NE(r.err.find("tensor 'x\\nordo: fake line\\x1b[2K': data_offsets"), std::string::npos) << r.err;
+  std::filesystem::remove_all(broken);
+}
+
+// The escaping rule itself: valid UTF-8 kept, controls and stray bytes escaped.
+TEST(Hostile, PrintableEscapesControlsAndInvalidUtf8Only) {
+  EXPECT_EQ(printable("model.shared.weight"), "model.shared.weight");
+  EXPECT_EQ(printable("Stra\xc3\x9f" "e \xf0\x9f\x90\xb1"), "Stra\xc3\x9f" "e \xf0\x9f\x90\xb1");  // ß, a cat
+  EXPECT_EQ(printable("a\nb\r\tc\\d"), "a\\nb\\r\\tc\\\\d");
+  EXPECT_EQ(printable(std::string("\x1b[2K\x7f\0", 6)), "\\x1b[2K\\x7f\\x00");
+  EXPECT_EQ(printable("\xc2\x85"), "\\u0085");                           // NEL, a C1 control
+  EXPECT_EQ(printable("\xff\xc0\xaf\xed\xa0\x80"), "\\xff\\xc0\\xaf\\xed\\xa0\\x80");  // stray, overlong, surrogate
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");                        // cut short
 }
 
 }  // namespace
