@@ -86,6 +86,24 @@ void Decoder::check_length(Index length) const {
   check_sequence_length("decoder", "a target", length, "ask for fewer output tokens");
 }
 
+std::uint64_t Decoder::state_bytes(Index max_sequences, Index max_steps, Index sources, Index rows_per_source) const {
+  // In floats, as open() below sizes them; uint64 throughout (each factor < 2^32).
+  const auto n = [](Index x) { return static_cast<std::uint64_t>(std::max<Index>(x, 0)); };
+  std::uint64_t floats = 0;
+  Index widest_query = 0, widest_kv = 0, widest_ffn = 0;
+  for (const DecoderLayer& layer : layers_) {
+    floats += 2 * n(max_sequences) * n(max_steps) * n(layer.self_attention.kv_dim());  // K and V cache
+    if (layer.cross_attention)
+      floats += 2 * n(sources) * n(rows_per_source) * n(layer.cross_attention->attention.kv_dim());
+    widest_query = std::max(widest_query, layer.self_attention.model_dim());
+    widest_kv = std::max(widest_kv, layer.self_attention.kv_dim());
+    widest_ffn = std::max(widest_ffn, layer.feed_forward.hidden_dim());
+  }
+  // hidden, normed, delta; queries, context; keys, values; the FFN's hidden and up.
+  floats += n(max_sequences) * (3 * n(dim()) + 2 * n(widest_query) + 2 * n(widest_kv) + 2 * n(widest_ffn));
+  return floats * sizeof(float);
+}
+
 void Decoder::start(DecoderState& state, const EncoderOutput& memory,
                     std::span<const Index> source_of, Index max_sequences, Index max_steps) const {
   if (!layers_.empty() && !has_cross_attention())

@@ -114,6 +114,11 @@ class Decoder {
   void start(DecoderState& state, std::span<const Index> source_of, Index max_sequences,
              Index max_steps) const;
 
+  // Bytes start() takes for max_sequences of max_steps tokens (KV caches, the
+  // reserved step buffers) and, for `sources` encoded sources of rows_per_source rows,
+  // cross-attention K/V: what a request is checked against before it allocates.
+  std::uint64_t state_bytes(Index max_sequences, Index max_steps, Index sources, Index rows_per_source) const;
+
   // Feeds tokens[s] to every live sequence s; logits is resized to [S, V]. Allocates
   // nothing once `logits` has had its size.
   void step(DecoderState& state, std::span<const int> tokens, Matrix& logits) const;

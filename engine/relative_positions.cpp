@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "engine/limits.h"
 
 namespace ordo {
 
@@ -76,7 +77,7 @@ Index t5_relative_bucket(Index relative_position, Direction direction, Index num
 }
 
 T5RelativeBias::T5RelativeBias(TensorView table, Direction direction, Index max_distance)
-    : max_distance_(max_distance) {
+    : reach_(std::min(max_distance, kMaxSequenceLength - 1)) {
   if (table.rank() != 2)
     throw Error("relative_attention_bias", "expected a [num_buckets, heads] table, got " + to_string(table.shape()));
   const Index buckets = table.dim(0), heads = table.dim(1);
@@ -84,23 +85,31 @@ T5RelativeBias::T5RelativeBias(TensorView table, Direction direction, Index max_
     throw Error("relative_attention_bias",
                 std::to_string(buckets) + " buckets with max_distance " + std::to_string(max_distance),
                 "T5 buckets need at least 4 buckets and max_distance > num_buckets / 2");
-  by_distance_.assign(static_cast<std::size_t>(heads), std::vector<float>(2 * max_distance + 1));
-  for (Index relative = -max_distance; relative <= max_distance; ++relative) {
+  by_distance_.assign(static_cast<std::size_t>(heads), std::vector<float>(static_cast<std::size_t>(2 * reach_ + 1)));
+  for (Index relative = -reach_; relative <= reach_; ++relative) {
     const Index bucket = t5_relative_bucket(relative, direction, buckets, max_distance);
     for (Index h = 0; h < heads; ++h)
-      by_distance_[static_cast<std::size_t>(h)][static_cast<std::size_t>(relative + max_distance)] =
+      by_distance_[static_cast<std::size_t>(h)][static_cast<std::size_t>(relative + reach_)] =
           table.data()[bucket * heads + h];
   }
 }
 
 void T5RelativeBias::add(MatrixRef scores, Index head, Index first_query_step) const {
+  // Distances reach from key 0 back to the last query and from the first query on to
+  // the last key; past the longest sequence a clamped distance would not be T5's bucket.
+  const Index back = first_query_step + scores.rows() - 1, ahead = scores.cols() - 1 - first_query_step;
+  if (first_query_step < 0 || std::max(back, ahead) > kMaxSequenceLength - 1)
+    throw Error("t5_relative bias",
+                "queries from step " + std::to_string(first_query_step) + " over " + std::to_string(scores.cols()) +
+                    " keys are more than " + std::to_string(kMaxSequenceLength - 1) +
+                    " positions apart, beyond ordo's limit of " + std::to_string(kMaxSequenceLength) + " positions");
   const std::vector<float>& bias = by_distance_.at(static_cast<std::size_t>(head));
   for (Index i = 0; i < scores.rows(); ++i) {
     const Index query = first_query_step + i;
     float* row = scores.data() + i * scores.stride();
     for (Index j = 0; j < scores.cols(); ++j) {
-      const Index relative = std::clamp(j - query, -max_distance_, max_distance_);
-      row[j] += bias[static_cast<std::size_t>(relative + max_distance_)];
+      const Index relative = std::clamp(j - query, -reach_, reach_);
+      row[j] += bias[static_cast<std::size_t>(relative + reach_)];
     }
   }
 }

@@ -51,16 +51,20 @@ Index t5_relative_bucket(Index relative_position, Direction direction, Index num
 class T5RelativeBias final : public ScoreBias {
  public:
   // table [num_buckets, heads] (the tensor model.{stack}.relative_attention_bias.weight).
-  // Throws Error when the table is not 2-D or the bucket parameters are unusable.
+  // Throws Error when the table is not 2-D or the bucket parameters are unusable; add()
+  // throws for a query or key beyond kMaxSequenceLength (engine/limits.h).
   T5RelativeBias(TensorView table, Direction direction, Index max_distance);
   void add(MatrixRef scores, Index head, Index first_query_step) const override;
 
  private:
-  // Beyond +-max_distance every distance is in its side's last bucket, so a bias per
-  // clamped distance is the whole function: [heads][2 * max_distance + 1], indexed by
-  // relative position + max_distance. Tiny, and no log() in the attention loop.
+  // Beyond +-max_distance every distance is in its side's last bucket, and no sequence
+  // holds two tokens more than kMaxSequenceLength - 1 apart, so a bias per clamped
+  // distance up to reach_ = min(max_distance, kMaxSequenceLength - 1) is the whole
+  // function: [heads][2 * reach_ + 1], indexed by relative position + reach_. At most
+  // 32 KB per head whatever config.json claims (max_distance 2^25 once took 2.4 GB),
+  // and no log() in the attention loop.
   std::vector<std::vector<float>> by_distance_;
-  Index max_distance_;
+  Index reach_;
 };
 
 }  // namespace ordo

@@ -8,6 +8,7 @@
 #include "engine/error.h"
 #include "engine/finished_pool.h"
 #include "engine/logits_processor.h"
+#include "engine/memory_budget.h"
 #include "engine/ops.h"
 #include "engine/sampler.h"
 
@@ -194,6 +195,7 @@ class BatchSearch {
     max_steps_ = *std::max_element(max_lengths.begin(), max_lengths.end());
     width_ = *std::max_element(prefix_lengths_.begin(), prefix_lengths_.end()) + max_steps_;
 
+    check_request_memory(model, requests, slots, capacity);
     buffers.sources.clear();
     for (const DecodeRequest& r : requests) buffers.sources.push_back(r.source);
     start_decoder(model, buffers.sources, count, buffers, slots, capacity);
@@ -220,6 +222,25 @@ class BatchSearch {
     // The forced inputs, all at once: logits [count, V] after each one's last token.
     const Index rows = pad_inputs(model, requests, buffers);
     model.decoder.feed(state_, buffers.inputs, rows, buffers.input_lengths, logits_, Decoder::Logits::LastRow);
+  }
+
+  // Refuses, before anything is allocated, a request whose buffers do not fit in the
+  // memory the process may still take: the decoder's state (KV caches), the search
+  // histories (ids and log-probs, twice) and the logits, all of batch x beam slots.
+  void check_request_memory(const Transformer& model, std::span<const DecodeRequest> requests, Index slots,
+                            Index capacity) const {
+    const auto n = [](Index x) { return static_cast<std::uint64_t>(std::max<Index>(x, 0)); };
+    const Index count = static_cast<Index>(requests.size());
+    const Index source_rows = longest(requests, [](const DecodeRequest& r) { return static_cast<Index>(r.source.size()); });
+    const std::uint64_t needed =
+        model.decoder.state_bytes(slots, capacity, model.decoder_only() ? 0 : count, source_rows) +
+        n(slots) * n(width_) * 2 * (sizeof(int) + sizeof(float)) +          // histories
+        n(slots) * n(model.decoder.vocab_size()) * sizeof(float);            // logits
+    check_memory("decoding", needed,
+                 std::to_string(count) + (count == 1 ? " input" : " inputs") + " x beam " + std::to_string(beam_) +
+                     " x max length " + std::to_string(max_steps_),
+                 "lower --beam or --max-length (or --batch-size; in the library DecodingOptions::beam_size, "
+                 "max_length)");
   }
 
   std::vector<DecodeResult> run() {

@@ -1,5 +1,10 @@
 #include "engine/thread_pool.h"
 
+#include <string>
+#include <system_error>
+
+#include "engine/error.h"
+
 namespace ordo {
 
 namespace {
@@ -17,10 +22,22 @@ void relax() { std::this_thread::yield(); }
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  try {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  } catch (const std::system_error& e) {
+    // No stack for one more thread (a memory limit, a thread limit). The workers
+    // already started are joinable: stop and join them, or std::terminate follows.
+    const auto started = workers_.size() + 1;
+    stop_workers();
+    throw Error("--threads " + std::to_string(threads),
+                "could start only " + std::to_string(started) + " threads: " + e.what(),
+                "use fewer threads, or raise the limit on memory (ulimit -v) or processes (ulimit -u)");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     const std::lock_guard lock(mutex_);
     stop_ = true;
@@ -28,6 +45,7 @@ ThreadPool::~ThreadPool() {
   }
   wake_.notify_all();
   for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
 }
 
 void ThreadPool::run(FunctionRef<void(int)> task) {

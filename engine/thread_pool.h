@@ -21,7 +21,8 @@ namespace ordo {
 
 class ThreadPool {
  public:
-  // `threads` counts the caller: threads - 1 workers are started.
+  // `threads` counts the caller: threads - 1 workers are started. When one cannot be
+  // started, those already running are stopped and joined and Error is thrown.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -36,6 +37,7 @@ class ThreadPool {
 
  private:
   void work(int index);
+  void stop_workers();  // wakes every worker to return, joins them, leaves none
 
   std::mutex run_mutex_;  // held by the caller whose task the workers run
   std::mutex mutex_;

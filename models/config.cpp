@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string_view>
@@ -12,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/regular_file.h"
 #include "models/config_reader.h"
 #include "models/json_message.h"
 #include "models/llama_config.h"
@@ -129,6 +128,10 @@ void validate(const ModelConfig& c, const KeyReader& keys) {
   if (c.position_encoding == PositionEncoding::T5Relative) {
     // The bucket function divides each side's buckets in two and takes
     // log(max_distance / exact buckets): fewer buckets or a shorter distance is no table.
+    // Sizes like any other; the bias table itself stops at the longest distance a
+    // sequence can have (engine/relative_positions.h), whatever max_distance says.
+    check.at_most_max_size("relative_attention_num_buckets", c.relative_attention_num_buckets);
+    check.at_most_max_size("relative_attention_max_distance", c.relative_attention_max_distance);
     if (c.relative_attention_num_buckets < 4)
       keys.fail("relative_attention_num_buckets",
                 "t5_relative needs at least 4 buckets, got " + std::to_string(c.relative_attention_num_buckets),
@@ -226,22 +229,9 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
 }
 
 ModelConfig ModelConfig::load(const std::filesystem::path& path) {
-  const std::string source = path.string();
-  std::error_code error;
-  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
-    throw Error(source, "is not a regular file", "config.json is a JSON file next to the weights");
   // A config is a few kilobytes; reading it whole must not become reading anything.
-  constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
-  if (const auto size = std::filesystem::file_size(path, error); !error && size > kMaxConfigBytes)
-    throw Error(source, "is " + std::to_string(size) + " bytes, more than a config.json can be (" +
-                            std::to_string(kMaxConfigBytes) + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(source, "cannot open the model config",
-                "a model directory holds config.json next to its weights");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(source, "cannot read the model config");
-  return parse(text, source);
+  constexpr std::uint64_t kMaxConfigBytes = 16u << 20;
+  return parse(read_regular_file(path, kMaxConfigBytes, "a config.json"), path.string());
 }
 
 ModelConfig ModelConfig::parse(std::string_view text, const std::string& source) {

@@ -1,5 +1,7 @@
 #include "models/llama_config.h"
 
+#include <set>
+
 #include "models/config_reader.h"
 
 namespace ordo {
@@ -69,11 +71,16 @@ ModelConfig llama_config(const nlohmann::json& object, const std::string& source
   if (eos.is_array()) {
     if (eos.empty()) keys.fail("eos_token_id", "is an empty list", "give at least one id");
     std::vector<int> ids;
+    std::set<Index> seen;
     for (const json& id : eos) {
       const Index value = keys.integer("eos_token_id", id);
       if (value < 0 || value >= c.vocab_size)
         keys.fail("eos_token_id", "token id " + std::to_string(value) + " is outside [0, vocab_size=" +
                                       std::to_string(c.vocab_size) + ")");
+      // Each id once: the list is searched for every candidate token, so it must not
+      // be longer than the vocabulary it indexes.
+      if (!seen.insert(value).second)
+        keys.fail("eos_token_id", "token id " + std::to_string(value) + " is listed twice");
       ids.push_back(static_cast<int>(value));
     }
     c.eos_token_id = ids.front();

@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "engine/kernel_path.h"
+#include "engine/printable.h"
 #include "models/build_transformer.h"
 
 namespace ordo {
@@ -52,7 +53,7 @@ std::shared_ptr<const Model> Model::load(const fs::path& directory, const Warnin
   model->config_ = ModelConfig::load(directory / "config.json");
   model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
   for (const std::string& name : model->weights_->unused())
-    if (warn) warn(model->weights_->source() + ": tensor '" + name + "' is not used by this config (ignored)");
+    if (warn) warn(model->weights_->source() + ": tensor '" + printable(name) + "' is not used by this config (ignored)");
   model->transformer_ = std::make_unique<const Transformer>(
       build_transformer(model->config_, *model->weights_));
 

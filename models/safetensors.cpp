@@ -1,8 +1,6 @@
 #include "models/safetensors.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,13 +10,15 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <set>
+#include <unordered_set>
 #include <string_view>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/printable.h"
+#include "engine/regular_file.h"
 #include "models/json_message.h"
 
 namespace ordo {
@@ -62,56 +62,7 @@ std::string supported_dtypes() {
 std::string system_error() { return std::strerror(errno); }
 
 std::string tensor_where(const std::filesystem::path& path, const std::string& name) {
-  return path.string() + ": tensor '" + name + "'";
-}
-
-// Parses the header, remembering the first key that repeats inside one object
-// (nlohmann would otherwise silently keep the last value).
-json parse_header(const std::filesystem::path& path, std::string_view text) {
-  struct Open {
-    std::set<std::string> keys;
-    std::string name;  // the key this object is the value of; "" at the top level
-  };
-  std::vector<Open> open;
-  std::string last_key;
-  std::optional<std::string> duplicate;
-  std::string duplicate_in;
-  const std::string source = path.string() + ": header";
-  const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
-    check_json_depth(depth, source);
-    switch (event) {
-      case json::parse_event_t::object_start:
-        open.push_back({{}, open.empty() ? std::string() : last_key});
-        break;
-      case json::parse_event_t::object_end:
-        if (!open.empty()) open.pop_back();
-        break;
-      case json::parse_event_t::key:
-        last_key = parsed.get<std::string>();
-        if (!open.empty() && !open.back().keys.insert(last_key).second && !duplicate) {
-          duplicate = last_key;
-          duplicate_in = open.back().name;
-        }
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
-  json header;
-  try {
-    header = json::parse(text.begin(), text.end(), on_event);
-  } catch (const json::exception& e) {  // syntax, or a number out of range (1e999)
-    throw Error(path.string(), "header is not valid JSON: " + json_message(e.what()),
-                "not a safetensors file, or a corrupted one?");
-  }
-  if (duplicate) {
-    if (duplicate_in.empty())
-      throw Error(tensor_where(path, *duplicate), "appears twice in the header");
-    throw Error(path.string() + ": header entry '" + duplicate_in + "'",
-                "key '" + *duplicate + "' appears twice");
-  }
-  return header;
+  return path.string() + ": tensor '" + printable(name) + "'";
 }
 
 // A JSON integer as uint64/int64, or nullopt when it is not an integer (or does not fit).
@@ -196,6 +147,111 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
   return entry;
 }
 
+// The header's top-level entries, in file order: the tensors' and __metadata__'s.
+struct Header {
+  std::vector<Entry> entries;
+  std::map<std::string, std::string> metadata;
+};
+
+void read_metadata(const std::filesystem::path& path, const json& value, Header& header) {
+  const std::string file = path.string();
+  if (!value.is_object())
+    throw Error(file + ": '__metadata__'", "is " + std::string(value.type_name()) + ", expected an object of strings");
+  for (const auto& [key, text] : value.items()) {
+    if (!text.is_string())
+      throw Error(file + ": '__metadata__' key '" + printable(key) + "'",
+                  "value " + json_excerpt(text) + " is " + text.type_name() + ", expected a string");
+    header.metadata[key] = text.get<std::string>();
+  }
+}
+
+// Reads the header in one pass with nlohmann's SAX interface: each top-level value is
+// built as a small JSON value, checked into an Entry as soon as it ends and dropped, so
+// time and memory are linear in the header. (nlohmann's callback parser rescanned the
+// parent object at the end of every child: 300,000 entries took over a minute.) Nesting
+// deeper than kMaxJsonDepth and a key repeated within one object are refused as they
+// are met.
+class HeaderReader {
+ public:
+  explicit HeaderReader(const std::filesystem::path& path) : path_(path), source_(path.string() + ": header") {}
+
+  Header read(std::string_view text) {
+    json::sax_parse(text.begin(), text.end(), this);
+    return std::move(header_);
+  }
+
+  // The SAX interface (nlohmann::json_sax): each returns true to go on.
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool b) { return value(json(b)); }
+  bool number_integer(json::number_integer_t n) { return value(json(n)); }
+  bool number_unsigned(json::number_unsigned_t n) { return value(json(n)); }
+  bool number_float(json::number_float_t x, const json::string_t&) { return value(json(x)); }
+  bool string(json::string_t& text) { return value(json(std::move(text))); }
+  bool binary(json::binary_t& bytes) { return value(json(std::move(bytes))); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& name) {
+    Open& object = open_.back();
+    // The top level is never built: its names are remembered apart. Inside an entry the
+    // object under construction is the set of its keys.
+    const bool repeated = open_.size() == 1 ? !top_level_names_.insert(name).second : object.value.contains(name);
+    if (repeated) {
+      if (open_.size() == 1) throw Error(tensor_where(path_, name), "appears twice in the header");
+      throw Error(path_.string() + ": header entry '" + printable(open_[open_.size() - 2].key) + "'",
+                  "key '" + printable(name) + "' appears twice");
+    }
+    object.key = std::move(name);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    // Syntax, or a number out of range (1e999).
+    throw Error(path_.string(), "header is not valid JSON: " + json_message(e.what()),
+                "not a safetensors file, or a corrupted one?");
+  }
+
+ private:
+  struct Open {
+    json value;       // the object or array being built (unused at the top level)
+    std::string key;  // an object's current key
+  };
+
+  bool open(json container) {
+    check_json_depth(static_cast<int>(open_.size()), source_);
+    open_.push_back({std::move(container), {}});
+    return true;
+  }
+  bool close() {
+    json done = std::move(open_.back().value);
+    open_.pop_back();
+    if (!open_.empty()) return value(std::move(done));
+    return true;  // the top level ends; a header that is not an object never gets here
+  }
+  bool value(json v) {
+    if (open_.empty()) return true;  // a bare value: the '{' check comes first, so unreachable
+    Open& parent = open_.back();
+    if (open_.size() == 1) {  // a complete top-level entry
+      if (!parent.value.is_object()) return true;  // a top-level array: refused before parsing
+      if (parent.key == "__metadata__")
+        read_metadata(path_, v, header_);
+      else
+        header_.entries.push_back(parse_entry(path_, parent.key, v));
+    } else if (parent.value.is_object()) {
+      parent.value.emplace(std::move(parent.key), std::move(v));
+    } else {
+      parent.value.push_back(std::move(v));
+    }
+    return true;
+  }
+
+  const std::filesystem::path& path_;
+  const std::string source_;
+  std::vector<Open> open_;
+  std::unordered_set<std::string> top_level_names_;
+  Header header_;
+};
+
 // IEEE binary16 -> binary32, exact (every half is a float).
 float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
@@ -261,12 +317,9 @@ struct SafetensorsFile::Mapping {
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   const std::string file = path.string();
   auto mapping = std::make_shared<Mapping>();
-  mapping->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (mapping->fd < 0) throw Error(file, "cannot open: " + system_error());
-  struct stat status {};
-  if (fstat(mapping->fd, &status) != 0) throw Error(file, "cannot stat: " + system_error());
-  if (!S_ISREG(status.st_mode)) throw Error(file, "not a regular file");
-  const auto file_size = static_cast<std::uint64_t>(status.st_size);
+  RegularFile regular = RegularFile::open(path);
+  const std::uint64_t file_size = regular.size();
+  mapping->fd = regular.release();
   if (file_size >= 8) {  // shorter files are refused by validate(), which says so
     mapping->size = static_cast<std::size_t>(file_size);
     mapping->address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, mapping->fd, 0);
@@ -309,28 +362,11 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
                                      static_cast<std::size_t>(header_size));
   if (header_text.empty() || header_text.front() != '{')
     throw Error(file, "header does not start with '{'", "not a safetensors file?");
-  const json header = parse_header(path, header_text);
-  if (!header.is_object())  // unreachable after the '{' check, kept as a guard
-    throw Error(file, "header is not a JSON object");
-
+  Header header = HeaderReader(path).read(header_text);
+  std::vector<Entry>& entries = header.entries;
   SafetensorsFile result;
   result.path_ = path;
-  std::vector<Entry> entries;
-  for (const auto& [name, value] : header.items()) {
-    if (name == "__metadata__") {
-      if (!value.is_object())
-        throw Error(file + ": '__metadata__'",
-                    "is " + std::string(value.type_name()) + ", expected an object of strings");
-      for (const auto& [key, text] : value.items()) {
-        if (!text.is_string())
-          throw Error(file + ": '__metadata__' key '" + key + "'",
-                      "value " + json_excerpt(text) + " is " + text.type_name() + ", expected a string");
-        result.metadata_[key] = text.get<std::string>();
-      }
-      continue;
-    }
-    entries.push_back(parse_entry(path, name, value));
-  }
+  result.metadata_ = std::move(header.metadata);
 
   // Sorted by offset, the entries must tile [0, data_size) exactly.
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
@@ -341,17 +377,21 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
   std::uint64_t covered = 0;  // end of the previous tensor
   const Entry* previous = nullptr;
   for (const Entry& entry : entries) {
-    const std::string range =
-        "[" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + ")";
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "[" + to_string(...).
+    std::string range = "[";
+    range += std::to_string(entry.begin);
+    range += ", ";
+    range += std::to_string(entry.end);
+    range += ")";
     if (entry.begin < covered)
       throw Error(tensor_where(path, entry.name),
-                  "data " + range + " overlaps tensor '" + previous->name + "', which ends at " +
+                  "data " + range + " overlaps tensor '" + printable(previous->name) + "', which ends at " +
                       std::to_string(covered));
     if (entry.begin > covered)
       throw Error(tensor_where(path, entry.name),
                   "gap of " + std::to_string(entry.begin - covered) + " bytes before its data " +
                       range +
-                      (previous ? ", after tensor '" + previous->name + "' ending at " +
+                      (previous ? ", after tensor '" + printable(previous->name) + "' ending at " +
                                       std::to_string(covered)
                                 : std::string(", at the start of the data")));
     if (entry.end > data_size)
@@ -366,7 +406,7 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
   if (covered != data_size)
     throw Error(file,
                 std::to_string(data_size - covered) + " bytes of data after " +
-                    (previous ? "the last tensor '" + previous->name + "'" : "an empty header") +
+                    (previous ? "the last tensor '" + printable(previous->name) + "'" : "an empty header") +
                     " (file is " + std::to_string(file_size) + " bytes, tensors end at " +
                     std::to_string(data_start + covered) + ")",
                 "trailing bytes: corrupted or wrongly concatenated file?");
@@ -377,14 +417,15 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
     result.tensors_.push_back(
         {std::move(entry.name), entry.dtype, std::move(entry.shape),
          {data + entry.begin, static_cast<std::size_t>(entry.end - entry.begin)}});
+  result.index_.reserve(result.tensors_.size());
+  for (std::size_t i = 0; i < result.tensors_.size(); ++i) result.index_.emplace(result.tensors_[i].name, i);
   result.mapping_ = std::move(mapping);
   return result;
 }
 
 const TensorInfo* SafetensorsFile::find(const std::string& name) const {
-  for (const TensorInfo& info : tensors_)
-    if (info.name == name) return &info;
-  return nullptr;
+  const auto found = index_.find(name);
+  return found == index_.end() ? nullptr : &tensors_[found->second];
 }
 
 TensorView SafetensorsFile::as_float32(const TensorInfo& info, std::vector<float>& storage) const {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/tensor.h"
@@ -47,7 +48,7 @@ class SafetensorsFile {
   const std::filesystem::path& path() const { return path_; }
   // In file order (by offset).
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-  const TensorInfo* find(const std::string& name) const;  // nullptr when absent
+  const TensorInfo* find(const std::string& name) const;  // nullptr when absent; O(1)
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   // The tensor as float32: a view into the mapping for F32 (no copy; the mapping is
@@ -64,6 +65,7 @@ class SafetensorsFile {
   std::filesystem::path path_;
   std::shared_ptr<const Mapping> mapping_;
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, std::size_t> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;
 };
 

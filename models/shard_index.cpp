@@ -1,12 +1,13 @@
 #include "models/shard_index.h"
 
-#include <fstream>
 #include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/printable.h"
+#include "engine/regular_file.h"
 #include "models/json_message.h"
 
 namespace ordo {
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // An index lists a few thousand names at most; anything far larger is not an index.
-constexpr std::uintmax_t kMaxIndexBytes = 64u << 20;
+constexpr std::uint64_t kMaxIndexBytes = 64u << 20;
 
 bool exists_quietly(const fs::path& path) {
   std::error_code error;
@@ -24,16 +25,9 @@ bool exists_quietly(const fs::path& path) {
 }
 
 nlohmann::json read_index(const fs::path& path) {
-  std::error_code error;
-  const auto size = fs::file_size(path, error);
-  if (error) throw Error(path.string(), "cannot read the shard index: " + error.message());
-  if (size > kMaxIndexBytes)
-    throw Error(path.string(), "is " + std::to_string(size) + " bytes, more than a shard index can be (" +
-                                   std::to_string(kMaxIndexBytes) + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open the shard index");
+  const std::string text = read_regular_file(path, kMaxIndexBytes, "a shard index");
   try {
-    return nlohmann::json::parse(in, json_depth_limit(path.string()));
+    return nlohmann::json::parse(text, json_depth_limit(path.string()));
   } catch (const nlohmann::json::exception& e) {
     throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
   }
@@ -43,9 +37,9 @@ nlohmann::json read_index(const fs::path& path) {
 void check_shard_name(const fs::path& index, const std::string& tensor, const std::string& shard) {
   const bool plain = !shard.empty() && shard != "." && shard != ".." &&
                      shard.find('/') == std::string::npos && shard.find('\\') == std::string::npos &&
-                     shard.find('\0') == std::string::npos;
+                     shard.find('\0') == std::string::npos && printable(shard) == shard;  // no control bytes
   if (!plain)
-    throw Error(index.string(), "weight_map puts tensor '" + tensor + "' in " + json_excerpt(shard) +
+    throw Error(index.string(), "weight_map puts tensor '" + printable(tensor) + "' in " + json_excerpt(shard) +
                                     ", which is not a file name inside the model directory",
                 "shards must sit next to the index; paths are not allowed");
 }
@@ -73,7 +67,7 @@ std::vector<SafetensorsFile> open_weight_files(const fs::path& directory) {
   std::map<std::string, std::size_t> shards;    // shard file name -> position in `files`
   for (const auto& [tensor, shard] : map_entry->items()) {
     if (!shard.is_string())
-      throw Error(where, "weight_map entry for tensor '" + tensor + "' is not a file name string");
+      throw Error(where, "weight_map entry for tensor '" + printable(tensor) + "' is not a file name string");
     const std::string name = shard.get<std::string>();
     check_shard_name(index_path, tensor, name);
     shard_of[tensor] = name;
@@ -92,21 +86,21 @@ std::vector<SafetensorsFile> open_weight_files(const fs::path& directory) {
     for (const TensorInfo& info : files.back().tensors()) {
       const auto [previous, fresh] = found_in.emplace(info.name, name);
       if (!fresh)
-        throw Error(where, "tensor '" + info.name + "' is in two shards, \"" + previous->second + "\" and \"" + name + "\"",
+        throw Error(where, "tensor '" + printable(info.name) + "' is in two shards, \"" + previous->second + "\" and \"" + name + "\"",
                     "a checkpoint stores each tensor once");
     }
   }
   for (const auto& [tensor, shard] : found_in) {
     const auto mapped = shard_of.find(tensor);
     if (mapped == shard_of.end())
-      throw Error(where, "shard \"" + shard + "\" holds tensor '" + tensor + "', which weight_map does not list");
+      throw Error(where, "shard \"" + shard + "\" holds tensor '" + printable(tensor) + "', which weight_map does not list");
     if (mapped->second != shard)
-      throw Error(where, "shard \"" + shard + "\" holds tensor '" + tensor + "', which weight_map puts in \"" +
+      throw Error(where, "shard \"" + shard + "\" holds tensor '" + printable(tensor) + "', which weight_map puts in \"" +
                              mapped->second + "\"");
   }
   for (const auto& [tensor, shard] : shard_of)
     if (!found_in.contains(tensor))
-      throw Error(where, "weight_map puts tensor '" + tensor + "' in \"" + shard + "\", which does not hold it");
+      throw Error(where, "weight_map puts tensor '" + printable(tensor) + "' in \"" + shard + "\", which does not hold it");
   return files;
 }
 

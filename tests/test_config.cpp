@@ -223,6 +223,30 @@ TEST(Config, UnusableT5BucketsNameTheKey) {
   EXPECT_NO_THROW(ModelConfig::from_json(sinusoidal, "c"));
 }
 
+// Issue 20: every value that sizes an allocation or a loop has a bound; the T5 keys of a
+// t5_relative model are sizes too (2^62 once crashed T5RelativeBias).
+TEST(Config, T5KeysAreBoundedLikeEverySize) {
+  json t5 = minimal();
+  t5["position_encoding"] = "t5_relative";
+  EXPECT_THAT(error_with("relative_attention_max_distance", std::int64_t{1} << 62, t5),
+              HasSubstr("key 'relative_attention_max_distance': is 4611686018427387904, more than ordo supports "
+                        "(16777216)"));
+  EXPECT_THAT(error_with("relative_attention_num_buckets", std::int64_t{1} << 40, t5),
+              HasSubstr("key 'relative_attention_num_buckets': is 1099511627776, more than ordo supports"));
+  EXPECT_NO_THROW(ModelConfig::from_json(
+      [&] { json c = t5; c["relative_attention_max_distance"] = 1 << 24; return c; }(), "c"));
+}
+
+// LLaMA's eos_token_id list is searched for every candidate token: each id once, so the
+// list is never longer than the vocabulary it indexes.
+TEST(Config, LlamaEosListsHoldEachIdOnce) {
+  json llama = {{"model_type", "llama"}, {"vocab_size", 30}, {"hidden_size", 16}, {"intermediate_size", 32},
+                {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"eos_token_id", json::array({2, 3})}};
+  EXPECT_NO_THROW(ModelConfig::from_json(llama, "c"));
+  EXPECT_THAT(error_with("eos_token_id", json::array({2, 3, 2}), llama),
+              HasSubstr("key 'eos_token_id': token id 2 is listed twice"));
+}
+
 TEST(Config, UnknownEnumValuesListTheChoices) {
   EXPECT_THAT(error_with("position_encoding", "sinus"),
               HasSubstr("dir/config.json: key 'position_encoding': unknown value \"sinus\" "

@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +17,10 @@
 
 #include "engine/error.h"
 #include "engine/feed_forward.h"
+#include "engine/limits.h"
 #include "engine/ops.h"
+#include "engine/printable.h"
+#include "engine/relative_positions.h"
 #include "engine/search.h"
 #include "models/model.h"
 #include "tests/cli_runner.h"
@@ -251,6 +255,238 @@ TEST(Hostile, AnAddressSpaceLimitTooTightForOpenBlasIsAnErrorNotAHang) {
   EXPECT_NE(err.str().find("ulimit -v"), std::string::npos) << err.str();
   std::filesystem::remove_all(dir);
 #endif
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Issue 20, part 2: a tensor, a config value or a directory entry never crashes, hangs or
+// exhausts memory.
+
+// Runs `ordo ARGUMENTS` under `timeout SECONDS` in a shell; a hang shows as exit 124.
+testing_support::CommandResult run_ordo_with_timeout(const std::string& arguments, const std::string& shell_prefix = "",
+                                                     int seconds = 60) {
+  const auto dir = testing_support::temp_dir("timeout");
+  const std::string out_path = (dir / "out").string(), err_path = (dir / "err").string(),
+                    code_path = (dir / "code").string();
+  const std::string command = shell_prefix + "timeout " + std::to_string(seconds) + " " + shell_quote(ORDO_CLI) + " " + arguments +
+                              " </dev/null >" + shell_quote(out_path) + " 2>" + shell_quote(err_path) +
+                              "; echo $? >" + shell_quote(code_path);
+  EXPECT_EQ(std::system(("sh -c " + shell_quote(command)).c_str()), 0);
+  const auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  testing_support::CommandResult result;
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  std::istringstream(slurp(code_path)) >> result.exit_code;
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+// How many lines `text` holds (a last line without '\n' counts).
+std::size_t line_count(const std::string& text) {
+  std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  if (!text.empty() && text.back() != '\n') ++lines;
+  return lines;
+}
+
+// A copy of a shipped model with some config.json keys changed.
+std::filesystem::path shipped_model_with(const std::string& name, const nlohmann::json& changes) {
+  const auto dir = testing_support::temp_dir("hostile");
+  const auto from = std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / name;
+  for (const auto& entry : std::filesystem::directory_iterator(from))
+    std::filesystem::copy_file(entry.path(), dir / entry.path().filename());
+  std::ifstream in(from / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config.update(changes);
+  std::ofstream(dir / "config.json", std::ios::trunc) << config.dump(2);
+  return dir;
+}
+
+// relative_attention_max_distance 2^62 crashed even `ordo inspect` (SIGSEGV in
+// T5RelativeBias); 2^25 took 2.4 GB and 18 s for a 1.4 MB model. The config bounds it
+// like every size, and the bias table covers only distances a sequence can have.
+TEST(Hostile, AHugeT5MaxDistanceIsRefusedOrCostsNothing) {
+  const auto dir = shipped_model_with("t5_relative", {{"relative_attention_max_distance", std::int64_t{1} << 62}});
+  auto r = run_ordo_with_timeout("inspect --model " + shell_quote(dir.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("key 'relative_attention_max_distance': is 4611686018427387904, more than ordo supports"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(dir);
+
+  // The largest distance the config allows still translates, as cheaply as 128.
+  const auto allowed = shipped_model_with("t5_relative", {{"relative_attention_max_distance", 1 << 24}});
+  r = run_ordo_with_timeout("translate --model " + shell_quote(allowed.string()) + " 'cats chase dogs'",
+                            "ulimit -v 1500000; ");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  std::filesystem::remove_all(allowed);
+}
+
+// Distances beyond what any sequence holds are never looked up, so the table stops
+// there, and every distance a sequence can hold gets T5's bucket for the real maximum.
+TEST(Hostile, T5BiasTablesCoverOnlyTheDistancesASequenceCanHave) {
+  constexpr Index kBuckets = 32, kHeads = 2;
+  constexpr Index kMaxDistance = Index{1} << 40;
+  std::vector<float> table;
+  for (Index b = 0; b < kBuckets; ++b)
+    for (Index h = 0; h < kHeads; ++h) table.push_back(static_cast<float>(10 * b + h));
+  const T5RelativeBias bias(TensorView(table.data(), {kBuckets, kHeads}), Direction::Bidirectional, kMaxDistance);
+  Matrix scores(2, kMaxSequenceLength);
+  scores.view().fill(0.0f);
+  const Index first_query = kMaxSequenceLength - 2;
+  bias.add(scores.view(), 1, first_query);
+  for (Index i = 0; i < 2; ++i)
+    for (Index j = 0; j < kMaxSequenceLength; j += 97) {
+      const Index bucket = t5_relative_bucket(j - (first_query + i), Direction::Bidirectional, kBuckets, kMaxDistance);
+      ASSERT_EQ(scores(i, j), static_cast<float>(10 * bucket + 1)) << i << ", " << j;
+    }
+}
+
+// A FIFO where a model file should be blocked `ordo` forever in open(). Every file of a
+// model directory is opened without blocking and refused unless it is a regular file.
+TEST(Hostile, AFifoInAModelDirectoryIsRefusedNotWaitedFor) {
+  const auto weights = std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal";
+  const auto fifo = [](const std::filesystem::path& path) {
+    ASSERT_EQ(std::system(("mkfifo " + shell_quote(path.string())).c_str()), 0) << path;
+  };
+  const auto expect_refused = [](const std::filesystem::path& dir, const std::string& file) {
+    SCOPED_TRACE(file);
+    const auto r = run_ordo_with_timeout("inspect --model " + shell_quote(dir.string()), "", 20);
+    EXPECT_EQ(r.exit_code, 1) << "124 means ordo waited on the FIFO; stderr: " << r.err;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(file + ": is not a regular file"), std::string::npos) << r.err;
+  };
+  for (const std::string file : {"config.json", "model.safetensors", "tokenizer.model"}) {
+    const auto dir = testing_support::temp_dir("fifo");
+    for (const char* name : {"config.json", "model.safetensors", "tokenizer.model"})
+      if (name != file) std::filesystem::copy_file(weights / name, dir / name);
+    fifo(dir / file);
+    expect_refused(dir, file);
+    std::filesystem::remove_all(dir);
+  }
+  // Shards: the index, then a shard it names.
+  const auto dir = testing_support::temp_dir("fifo");
+  std::filesystem::copy_file(weights / "config.json", dir / "config.json");
+  fifo(dir / "model.safetensors.index.json");
+  expect_refused(dir, "model.safetensors.index.json");
+  std::filesystem::remove(dir / "model.safetensors.index.json");
+  std::ofstream(dir / "model.safetensors.index.json") << R"({"weight_map": {"model.shared.weight": "a.safetensors"}})";
+  fifo(dir / "a.safetensors");
+  expect_refused(dir, "a.safetensors");
+  std::filesystem::remove_all(dir);
+}
+
+// --threads 40 under `ulimit -v 300000`: the 13th thread or so cannot get its stack, and
+// std::thread threw while earlier workers were still joinable: std::terminate, SIGABRT.
+// The pool now stops and joins the workers it started and throws ordo::Error.
+TEST(Hostile, ThreadsThatCannotStartAreAnErrorNotAnAbort) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#else
+  const auto r = run_ordo_with_timeout("translate --threads 40 'cats chase dogs'", "ulimit -v 300000; ");
+  EXPECT_EQ(r.exit_code, 1) << "134 is SIGABRT; stderr: " << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+#endif
+}
+
+// `generate --beam 1024 --max-length 4092` asks for 8.7 GB, mostly KV cache, for the 1.4 MB
+// showcase model: it used to allocate until `internal error: std::bad_alloc`. The engine
+// now adds up what a request needs before it allocates and refuses it with the number
+// and the flags to lower. Under `ulimit -v 4000000` the bound is that limit, so the test
+// does not depend on the machine's memory.
+TEST(Hostile, ARequestLargerThanMemoryIsRefusedBeforeItAllocates) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#else
+  const auto r = run_ordo_with_timeout("generate --beam 1024 --max-length 4092 --source 'cats chase dogs'",
+                                       "ulimit -v 4000000; ");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.find("bad_alloc"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ordo: decoding: needs 8."), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 input x beam 1024 x max length 4092"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lower --beam or --max-length"), std::string::npos) << r.err;
+#endif
+  // The library: 64 sources x beam 1024 x 4092 tokens is some 550 GB, more than any
+  // machine this runs on has.
+  const auto model = Model::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal");
+  const std::vector<std::vector<int>> sources(64, model->tokenize_source("cats chase dogs"));
+  DecodingOptions options;
+  options.beam_size = 1024;
+  options.max_length = 4092;
+  std::string message;
+  try {
+    decode_batch(model->transformer(), sources, options);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("decoding: needs "), std::string::npos) << message;
+  EXPECT_NE(message.find("64 inputs x beam 1024 x max length 4092"), std::string::npos) << message;
+}
+
+// A tensor named "x\nordo: fake line\x1b[2K" forged a second stderr line and wrote a raw
+// ESC (erase line) to the terminal, in a warning, an error and `ordo inspect`. Text from
+// a file is printed escaped (engine/printable.h).
+TEST(Hostile, NamesFromAFileCannotForgeLinesOrWriteEscapes) {
+  const std::string forged = "x\nordo: fake line\x1b[2K";
+  const auto has_raw_control = [](const std::string& text) {
+    return std::any_of(text.begin(), text.end(), [](char c) { return c == '\x1b' || c == '\r' || c == '\0'; });
+  };
+  const auto dir = testing_support::temp_dir("forged");
+  testing_support::write_random_model(dir, testing_support::tiny_config(), 3, [&](std::vector<NamedTensor>& tensors) {
+    tensors.push_back({forged, {1}, {0.5f}});
+  });
+  // A warning: the tensor is not used by this config.
+  auto r = run_ordo_with_timeout("translate --model " + shell_quote(dir.string()) + " --source-ids '5 6 1'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+  EXPECT_NE(r.err.find("tensor 'x\\nordo: fake line\\x1b[2K' is not used"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\nordo: fake line"), std::string::npos) << r.err;
+  // ordo inspect lists it, escaped.
+  r = run_ordo_with_timeout("inspect --model " + shell_quote(dir.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(has_raw_control(r.out));
+  EXPECT_EQ(r.out.find("\nordo: fake line"), std::string::npos);
+  EXPECT_NE(r.out.find("x\\nordo: fake line\\x1b[2K"), std::string::npos);
+  // An error naming it: a data_offsets pair that does not match its shape.
+  std::filesystem::remove_all(dir);
+  const auto broken = testing_support::temp_dir("forged");
+  std::filesystem::copy_file(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal" / "config.json",
+                             broken / "config.json");
+  const std::string header = "{" + nlohmann::json(nlohmann::json::string_t("x\nordo: fake line\x1b[2K")).dump() +
+                             ": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 4]}}";
+  {
+    std::ofstream out(broken / "model.safetensors", std::ios::binary);
+    const std::uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header << std::string(4, '\0');
+  }
+  r = run_ordo_with_timeout("inspect --model " + shell_quote(broken.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
+  EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+  EXPECT_NE(r.err.find("tensor 'x\\nordo: fake line\\x1b[2K': data_offsets"), std::string::npos) << r.err;
+  std::filesystem::remove_all(broken);
+}
+
+// The escaping rule itself: valid UTF-8 kept, controls and stray bytes escaped.
+TEST(Hostile, PrintableEscapesControlsAndInvalidUtf8Only) {
+  EXPECT_EQ(printable("model.shared.weight"), "model.shared.weight");
+  EXPECT_EQ(printable("Stra\xc3\x9f" "e \xf0\x9f\x90\xb1"), "Stra\xc3\x9f" "e \xf0\x9f\x90\xb1");  // ß, a cat
+  EXPECT_EQ(printable("a\nb\r\tc\\d"), "a\\nb\\r\\tc\\\\d");
+  EXPECT_EQ(printable(std::string("\x1b[2K\x7f\0", 6)), "\\x1b[2K\\x7f\\x00");
+  EXPECT_EQ(printable("\xc2\x85"), "\\u0085");                           // NEL, a C1 control
+  EXPECT_EQ(printable("\xff\xc0\xaf\xed\xa0\x80"), "\\xff\\xc0\\xaf\\xed\\xa0\\x80");  // stray, overlong, surrogate
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");                        // cut short
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -303,6 +307,69 @@ TEST_F(Safetensors, DuplicateKeys) {
       open_error(write_raw(
           R"({"w":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", zeros(4))),
       HasSubstr("header entry 'w': key 'dtype' appears twice"));
+}
+
+// A header of 300,000 tensors (22 MB, under the 100 MB limit): every entry read, each
+// found by name, duplicates still refused. nlohmann's callback parser rescanned each
+// parent object at the end of every child, so this took over 60 s (40,000 entries:
+// 27 s); the parse is linear now (about 0.5 s). Not a wall-clock assertion: the parse
+// runs in a child process limited to 20 CPU seconds (RLIMIT_CPU, which kills it with
+// SIGXCPU), a bound forty times what the linear parse needs and a third of what the
+// quadratic one took, so only the quadratic parse trips it.
+std::string many_tensors_file(int count, bool duplicate_last) {
+  std::string header = "{";
+  for (int i = 0; i < count; ++i) {
+    const int name = duplicate_last && i == count - 1 ? 0 : i;
+    header += i > 0 ? ",\"t" : "\"t";
+    header += std::to_string(name);
+    header += "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[";
+    header += std::to_string(i);
+    header += ",";
+    header += std::to_string(i + 1);
+    header += "]}";
+  }
+  header += "}";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<std::size_t>(i)] = static_cast<char>((static_cast<std::uint64_t>(header.size()) >> (8 * i)) & 0xff);
+  return bytes + header + std::string(static_cast<std::size_t>(count), '\x2a');
+}
+
+TEST_F(Safetensors, AHeaderOf300000TensorsParsesInLinearTime) {
+  constexpr int kCount = 300'000;
+  const std::string text = many_tensors_file(kCount, false);
+  ASSERT_LT(text.size(), 100'000'000u);
+  const auto* first = reinterpret_cast<const std::byte*>(text.data());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const rlimit cpu{20, 20};
+    setrlimit(RLIMIT_CPU, &cpu);
+    bool ok = false;
+    try {
+      const SafetensorsFile file = SafetensorsFile::from_bytes({first, first + text.size()}, "mem");
+      ok = file.tensors().size() == static_cast<std::size_t>(kCount);
+      for (int i = 0; ok && i < kCount; ++i) {
+        std::string name = "t";  // appended: GCC 12 warns falsely (-Wrestrict) on "t" + to_string(i)
+        name += std::to_string(i);
+        const TensorInfo* info = file.find(name);
+        ok = info != nullptr && info->bytes.size() == 1 &&
+             info->bytes.data() == file.tensors()[static_cast<std::size_t>(i)].bytes.data();
+      }
+    } catch (...) {
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_FALSE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) << "more than 20 CPU seconds: a quadratic parse";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+
+  // The last of 300,000 entries repeating the first is still found.
+  const std::string repeated = many_tensors_file(kCount, true);
+  const auto* begin = reinterpret_cast<const std::byte*>(repeated.data());
+  EXPECT_THAT(error_message([&] { SafetensorsFile::from_bytes({begin, begin + repeated.size()}, "mem"); }),
+              HasSubstr("mem: tensor 't0': appears twice in the header"));
 }
 
 TEST_F(Safetensors, EntryNotAnObject) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/regular_file.h"
 #include "tokenizer/input_text.h"
 
 namespace ordo {
@@ -15,15 +16,13 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::filesystem::path& path) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error))
-    throw Error(path.string(), "no such SentencePiece model file");
-  if (!std::filesystem::is_regular_file(path, error))
-    throw Error(path.string(), "is not a regular file", "a tokenizer.model is a SentencePiece model file");
+  // The largest SentencePiece models (256,000 pieces) are a few MB.
+  constexpr std::uint64_t kMaxModelBytes = 256u << 20;
+  const std::string bytes = read_regular_file(path, kMaxModelBytes, "a SentencePiece model");
   Tokenizer tokenizer;
   tokenizer.path_ = path;
   // SentencePiece's own status names its source file and line: say what it means.
-  if (!tokenizer.processor_->Load(path.string()).ok())
+  if (!tokenizer.processor_->LoadFromSerializedProto(bytes).ok())
     throw Error(path.string(), "is not a SentencePiece model (it does not parse as one)",
                 "a tokenizer.model comes from spm_train; is this file damaged or something else?");
   return tokenizer;

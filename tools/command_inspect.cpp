@@ -6,6 +6,7 @@
 #include <iostream>
 #include <set>
 
+#include "engine/printable.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -67,14 +68,15 @@ void print_table(const nlohmann::json& d) {
     std::cout << "tokenizer: none (use --source-ids / --target-ids)\n";
 
   std::size_t width = 4;
-  for (const auto& t : d["tensors"]) width = std::max(width, t["name"].get<std::string>().size());
+  // Names come from the file: escaped, so that none can forge a line or drive the terminal.
+  for (const auto& t : d["tensors"]) width = std::max(width, printable(t["name"].get<std::string>()).size());
   std::cout << "\ntensors (" << d["tensors"].size() << "):\n";
   for (const auto& t : d["tensors"]) {
     std::string shape;
     for (const auto& dim : t["shape"]) shape += (shape.empty() ? "" : ", ") + dim.dump();
-    std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << t["name"].get<std::string>()
+    std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << printable(t["name"].get<std::string>())
               << "  " << std::setw(5) << t["dtype"].get<std::string>() << "  [" << shape << "]"
-              << (t.contains("file") ? "  " + t["file"].get<std::string>() : "")
+              << (t.contains("file") ? "  " + printable(t["file"].get<std::string>()) : "")
               << (t["used"].get<bool>() ? "" : "  UNUSED by this config") << '\n';
   }
 }

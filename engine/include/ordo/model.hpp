@@ -68,8 +68,8 @@ class ORDO_API Model {
 ORDO_API std::filesystem::path default_model_directory();
 
 // Threads every computation may use from now on, process-wide; every core until set,
-// and `threads` <= 0 keeps the current number. Throws std::system_error when a thread
-// cannot be started.
+// and `threads` <= 0 keeps the current number. Throws ordo::Error when a thread cannot
+// be started (a memory or process limit); the threads it did start are stopped again.
 ORDO_API void set_threads(int threads);
 
 }  // namespace ordo::api
