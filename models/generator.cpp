@@ -109,7 +109,7 @@ Generation Generator::generate(std::string_view prompt, std::string_view source,
   return generate(prepare(prompt, source), on_text);
 }
 
-Generation Generator::generate(Generation request, const TextCallback& on_text) const {
+Generation Generator::generate(Generation request, const TextCallback& on_text, std::uint64_t stream) const {
   if (!request.ok()) throw Error(request.error);
   const DecodeRequest decode{request.source_ids, request.prompt_ids};
   WorkspacePool::Lease workspace = workspaces_->borrow();
@@ -126,9 +126,9 @@ Generation Generator::generate(Generation request, const TextCallback& on_text) 
         shown = text;
       }
     };
-  DecodeResult result =
-      std::move(decode_requests(model_->transformer(), std::span(&decode, 1), options_.decoding, {}, *workspace, on_token)
-                    .front());
+  DecodeResult result = std::move(decode_requests(model_->transformer(), std::span(&decode, 1), options_.decoding,
+                                                  std::span(&stream, 1), *workspace, on_token)
+                                      .front());
   if (!result.ok()) throw Error(result.error);
   for (Hypothesis& h : result.hypotheses) {
     TranslatedHypothesis t{std::move(h), {}};

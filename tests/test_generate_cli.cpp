@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -57,6 +59,13 @@ fs::path random_lm(const std::string& positions = "rope") {
 }
 
 std::string model_flag(const fs::path& dir) { return "--model " + shell_quote(dir.string()); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
 
 // ordo running with pipes on stdin and stdout, so a test can talk to it line by line.
 class Running {
@@ -289,6 +298,32 @@ TEST(GenerateCli, InspectShowsTheFamilyAndTheGroupedQueryRatio) {
   EXPECT_NE(text.find("4 query heads over 2 K/V heads (ratio 2:1)"), std::string::npos) << text;
   j = json::parse(run_ordo("inspect --json").out);
   EXPECT_EQ(j.at("architecture").at("kind"), "encoder-decoder");
+}
+
+// Sentence i draws from (seed, i) in every mode, as README's --seed says: three equal
+// prompts on three lines get three continuations, and the streamed plain text is, line
+// by line, what --json gives (which decodes in batches). Before, each streamed line drew
+// from (seed, 0): three identical lines.
+TEST(GenerateCli, SampledLinesDrawFromTheirLineNumberInEveryMode) {
+  const auto dir = random_lm();
+  const std::string input = "Die Katze\nDie Katze\nDie Katze\n";
+  const std::string flags = " --sample --seed 3 --max-length 8";
+  const auto plain = run_ordo("generate " + model_flag(dir) + flags, input);
+  const auto in_json = run_ordo("generate " + model_flag(dir) + flags + " --json", input);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(in_json.exit_code, 0) << in_json.err;
+  const auto lines = lines_of(plain.out);
+  const auto objects = lines_of(in_json.out);
+  ASSERT_EQ(lines.size(), 3u) << plain.out;
+  ASSERT_EQ(objects.size(), 3u) << in_json.out;
+  EXPECT_FALSE(lines[0] == lines[1] && lines[1] == lines[2]) << plain.out;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const json j = json::parse(objects[i]);
+    EXPECT_EQ(lines[i], j.at("prompt").get<std::string>() + j.at("text").get<std::string>()) << "line " << i + 1;
+  }
+  // PROMPT arguments: prompt i draws from (seed, i) too.
+  const auto arguments = run_ordo("generate " + model_flag(dir) + flags + " 'Die Katze' 'Die Katze' 'Die Katze'");
+  EXPECT_EQ(arguments.out, plain.out);
 }
 
 }  // namespace

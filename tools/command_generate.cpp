@@ -133,9 +133,10 @@ class GenerateCommand {
     std::cerr << '\n';
   }
 
-  // One prompt, its text printed as it is generated. A prompt that cannot be read (not
-  // UTF-8, too long) prints an empty line: it is checked before anything is printed.
-  bool stream(const std::string& prompt, const std::string& where) {
+  // One prompt, its text printed as it is generated, sampling from stream `index` (its
+  // line number, as a batch would give it). A prompt that cannot be read (not UTF-8, too
+  // long) prints an empty line: it is checked before anything is printed.
+  bool stream(const std::string& prompt, std::size_t index, const std::string& where) {
     std::ostream& out = out_.stream();
     Generation request = generator_.prepare(prompt, options_.source.value_or(""));
     if (!request.ok()) {
@@ -146,7 +147,8 @@ class GenerateCommand {
     warn_if_truncated(request, where);
     out << prompt << std::flush;
     try {
-      generator_.generate(std::move(request), [&](std::string_view text) { out << text << std::flush; });
+      generator_.generate(
+          std::move(request), [&](std::string_view text) { out << text << std::flush; }, index);
     } catch (const Error& e) {
       out << '\n';
       std::cerr << "ordo: " << where << e.what() << '\n';
@@ -162,7 +164,7 @@ class GenerateCommand {
       return prompts.size() > 1 ? where_prefix + std::to_string(i + 1) + ": " : std::string();
     };
     if (streaming()) {
-      for (std::size_t i = 0; i < prompts.size(); ++i) failures += !stream(prompts[i], where(i));
+      for (std::size_t i = 0; i < prompts.size(); ++i) failures += !stream(prompts[i], i, where(i));
     } else {
       const std::vector<std::string> sources = sources_for(prompts.size());
       const std::vector<Generation> results = generator_.generate_batch(prompts, sources);
@@ -206,7 +208,7 @@ class GenerateCommand {
           if (is_blank(pending[i]))
             out_.stream() << '\n';
           else
-            failures += !stream(pending[i], in.where(first + i + 1));
+            failures += !stream(pending[i], first + i, in.where(first + i + 1));
         }
       } else {
         std::vector<Generation> requests;
