@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <cmath>
 #include <filesystem>
@@ -59,6 +60,56 @@ fs::path random_lm(const std::string& positions = "rope") {
 }
 
 std::string model_flag(const fs::path& dir) { return "--model " + shell_quote(dir.string()); }
+
+// A random decoder-only model (encoder-decoder with `encoder_layers` > 0) over
+// tests/data/byte_fallback.model, whose byte pieces spell any byte: what it generates
+// holds newlines, NUL and ESC, as a LLaMA model's output may.
+fs::path byte_fallback_model(int encoder_layers) {
+  static std::map<int, fs::path> made;
+  auto& dir = made[encoder_layers];
+  if (!dir.empty()) return dir;
+  dir = testing_support::temp_dir("byte_fallback");
+  json config = testing_support::tiny_config();
+  config.update({{"vocab_size", 300}, {"encoder_layers", encoder_layers}, {"normalize_before", true},
+                 {"bos_token_id", 1}, {"max_position_embeddings", 64}});
+  testing_support::write_random_model(dir, config, 5);
+  fs::copy_file(fs::path(ORDO_TEST_DATA_DIR) / "byte_fallback.model", dir / "tokenizer.model");
+  return dir;
+}
+
+// README's escaping of plain text output, spelled out as the oracle: a backslash, line
+// feed and carriage return as \\, \n, \r; every other control character the input rule
+// refuses (U+0000-U+001F but tab, U+007F-U+009F) as \u00XX.
+std::string escaped(const std::string& text) {
+  std::string out;
+  char hex[8];
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
+      std::snprintf(hex, sizeof hex, "\\u%04x", c);
+      out += hex;
+    } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // U+0080-U+009F
+      std::snprintf(hex, sizeof hex, "\\u%04x", next);
+      out += hex;
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+bool has_control_character(const std::string& text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7F; });
+}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -324,6 +375,45 @@ TEST(GenerateCli, SampledLinesDrawFromTheirLineNumberInEveryMode) {
   // PROMPT arguments: prompt i draws from (seed, i) too.
   const auto arguments = run_ordo("generate " + model_flag(dir) + flags + " 'Die Katze' 'Die Katze' 'Die Katze'");
   EXPECT_EQ(arguments.out, plain.out);
+}
+
+// A tokenizer with byte pieces lets a model generate a newline, CR, NUL or ESC. Plain
+// output escapes them (README, "Untrusted input"), so one prompt or sentence still gives
+// one line, streamed or not. Oracle: the --json text (JSON escapes on its own), escaped
+// as README says. Before, three prompts gave more than three lines, and a streamed line
+// stopped growing at the first byte piece that begins a character (its text decodes as
+// U+FFFD until the rest arrives).
+TEST(GenerateCli, GeneratedControlCharactersAreEscapedOneLinePerInput) {
+  const std::string prompts = "die katze\nder hund\ndie maus\n";
+  const std::string sampled = " --sample --seed 5 --max-length 40";
+  struct Case {
+    std::string command;  // "generate" or "translate"
+    std::string flags;
+    int encoder_layers;
+  };
+  for (const Case& c : {Case{"generate", sampled, 0}, Case{"generate", " --beam 2 --max-length 40", 0},
+                        Case{"translate", sampled, 2}}) {
+    SCOPED_TRACE(c.command + c.flags);
+    const std::string run = c.command + " " + model_flag(byte_fallback_model(c.encoder_layers)) + c.flags;
+    const auto in_json = run_ordo(run + " --json", prompts);
+    ASSERT_EQ(in_json.exit_code, 0) << in_json.err;
+    const auto objects = lines_of(in_json.out);
+    ASSERT_EQ(objects.size(), 3u) << in_json.out;
+    std::string expected;
+    bool controls = false;
+    for (const std::string& object : objects) {
+      const json j = json::parse(object);
+      const std::string text = c.command == "translate"
+                                   ? j.at("translation").get<std::string>()
+                                   : j.at("prompt").get<std::string>() + j.at("text").get<std::string>();
+      controls = controls || has_control_character(text);
+      expected += escaped(text) + "\n";
+    }
+    ASSERT_TRUE(controls) << "the test needs a generated control character; try another seed:\n" << in_json.out;
+    const auto plain = run_ordo(run, prompts);
+    EXPECT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out, expected);
+  }
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "tools/common.h"
 #include "tools/metrics.h"
 #include "tools/progress.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -133,7 +134,8 @@ void run_eval(const EvalOptions& options) {
     std::cout << "failed:         " << failures << " (counted as wrong; first: " << first_failure << ")\n";
   for (const auto& w : wrong)
     std::cout << "\n  source:      " << w["source"].get<std::string>() << "\n  reference:   "
-              << w["reference"].get<std::string>() << "\n  translation: " << w["translation"].get<std::string>()
+              << w["reference"].get<std::string>() << "\n  translation: "
+              << escape_control_characters(w["translation"].get<std::string>())
               << '\n';
 }
 

@@ -113,10 +113,11 @@ class GenerateCommand {
       out_.stream() << '\n';
       return false;
     }
-    // A blank stream line was neither read nor continued: its answer is an empty line.
+    // A blank stream line was neither read nor continued: its answer is an empty line. A
+    // generated control character is escaped: one line per prompt, always.
     const bool blank = g.prompt_ids.empty() && g.source_ids.empty() && g.hypotheses.front().ids.empty();
     const auto shown = [&](const TranslatedHypothesis& h) {
-      return blank ? std::string() : text ? g.prompt + h.text : join_ids(h.ids);
+      return blank ? std::string() : text ? escape_control_characters(g.prompt + h.text) : join_ids(h.ids);
     };
     if (decoding.n_best == 1)
       out_.stream() << shown(g.hypotheses.front()) << '\n';
@@ -145,10 +146,11 @@ class GenerateCommand {
       return false;
     }
     warn_if_truncated(request, where);
-    out << prompt << std::flush;
+    out << escape_control_characters(prompt) << std::flush;
     try {
       generator_.generate(
-          std::move(request), [&](std::string_view text) { out << text << std::flush; }, index);
+          std::move(request), [&](std::string_view text) { out << escape_control_characters(text) << std::flush; },
+          index);
     } catch (const Error& e) {
       out << '\n';
       std::cerr << "ordo: " << where << e.what() << '\n';

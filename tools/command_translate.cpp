@@ -17,6 +17,7 @@
 #include "tools/common.h"
 #include "tools/line_reader.h"
 #include "tools/progress.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -76,7 +77,10 @@ bool print_translation(const Translation& t, std::size_t index, const std::strin
     out << '\n';  // the output stays aligned with the input
     return false;
   }
-  const auto shown = [&](const TranslatedHypothesis& h) { return text ? h.text : join_ids(h.ids); };
+  // A generated control character is escaped: one line per input line, always.
+  const auto shown = [&](const TranslatedHypothesis& h) {
+    return text ? escape_control_characters(h.text) : join_ids(h.ids);
+  };
   if (decoding.n_best == 1)
     out << shown(t.hypotheses.front()) << '\n';
   else
