@@ -3,6 +3,11 @@
 // tokenizer are exercised in test_showcase).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -98,6 +103,24 @@ TEST_F(Cli, HelpTeachesAndExitsWithZero) {
   EXPECT_NE(r.out.find("--source-ids"), std::string::npos);
   EXPECT_NE(r.out.find("--max-length"), std::string::npos);
   EXPECT_NE(r.out.find("--json"), std::string::npos);
+}
+
+// --help and --version write like any other command: when the write fails (a full
+// disk), exit 1 with one line on stderr. Before, both exited 0 into /dev/full.
+TEST_F(Cli, HelpAndVersionReportAFailedWrite) {
+  const auto dir = testing_support::temp_dir("full");
+  for (const char* arguments : {"--help", "--version", "translate --help"}) {
+    SCOPED_TRACE(arguments);
+    const std::string command =
+        shell_quote(ORDO_CLI) + " " + arguments + " >/dev/full 2>" + shell_quote((dir / "err").string());
+    const int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    std::ifstream in(dir / "err");
+    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(err, "ordo: stdout: writing the output failed (is the disk full, or the pipe closed?)\n");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(Cli, OtherErrorsExitWithOneAndOneLine) {

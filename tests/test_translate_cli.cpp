@@ -315,6 +315,61 @@ TEST(TranslateCli, FilesBatchesAndStdinGiveTheSameLines) {
   EXPECT_NE(missing.err.find("missing.txt"), std::string::npos) << missing.err;
 }
 
+// --output naming the --input file, by any path (the same inode: the path itself, a
+// "./" spelling, a hard link), would empty the input before a line of it is read: a
+// usage error before anything is opened, the file as it was. And the output is opened
+// only once the input is: a missing --input leaves an existing --output as it was.
+// Before, both ended with an empty file (the first with exit 0).
+TEST(TranslateCli, OutputNeverDestroysTheInput) {
+  const TempDir dir("same_file");
+  const fs::path input = dir / "in.txt";
+  const std::string text = "cats chase dogs\n";
+  fs::create_directory(dir / "sub");
+  for (const std::string& command :
+       {std::string("translate"), "generate --max-length 2 --model " + quoted(weights_dir() / "german-llama")}) {
+    SCOPED_TRACE(command);
+    std::ofstream(input) << text;
+    fs::remove(dir / "link.txt");
+    fs::create_hard_link(input, dir / "link.txt");
+    for (const fs::path& output : {input, dir / "sub" / ".." / "in.txt", dir / "link.txt"}) {
+      SCOPED_TRACE(output);
+      const auto r = run_ordo(command + " --input " + quoted(input) + " --output " + quoted(output));
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(line_count(r.err), 1u) << r.err;
+      EXPECT_NE(r.err.find("ordo: --output: " + output.string() + " is the --input file"), std::string::npos) << r.err;
+      EXPECT_EQ(slurp(input), text);
+    }
+    std::ofstream(dir / "out.txt") << "keep me\n";
+    const auto missing = run_ordo(command + " --input " + quoted(dir / "missing.txt") + " --output " + quoted(dir / "out.txt"));
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("missing.txt: cannot open the input file"), std::string::npos) << missing.err;
+    EXPECT_EQ(slurp(dir / "out.txt"), "keep me\n");
+    // A distinct output is still written.
+    const auto fine = run_ordo(command + " --input " + quoted(input) + " --output " + quoted(dir / "out.txt"));
+    EXPECT_EQ(fine.exit_code, 0) << fine.err;
+    EXPECT_EQ(line_count(slurp(dir / "out.txt")), 1u);
+  }
+}
+
+// --repetition-penalty divides or multiplies logits by R: far from 1 it overflows them
+// (1e-40 turned every logit infinite, and the error blamed the weights). Bounded to
+// [0.01, 100] in DecodingOptions::validate, so library users get it too; the ends are
+// accepted.
+TEST(TranslateCli, RepetitionPenaltyIsBounded) {
+  for (const char* bad : {"1e-40", "0.0099", "100.5", "1e30"}) {
+    SCOPED_TRACE(bad);
+    const auto r = run_ordo(std::string("translate --repetition-penalty ") + bad + " 'cats chase dogs'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("ordo: --repetition-penalty: must be in [0.01, 100]"), std::string::npos) << r.err;
+  }
+  for (const char* fine : {"0.01", "1.2", "100"}) {
+    SCOPED_TRACE(fine);
+    const auto r = run_ordo(std::string("translate --repetition-penalty ") + fine + " 'cats chase dogs'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(r.out.empty());
+  }
+}
+
 // Line i samples from stream i (its line number): the output depends on the seed and
 // the line, not on how lines are batched. The oracle for "it is really sampling" is
 // another seed, whose output differs.

@@ -205,6 +205,50 @@ TEST(UntrustedInput, GenerateStreamsKeepOneLinePerPromptToo) {
   }
 }
 
+// A model whose vocabulary is larger than its tokenizer's (Hugging Face checkpoints pad
+// it) may generate an id the tokenizer cannot spell. That fails its own line, with a
+// message naming the id; the other lines go on (stream mode's rule). Before, translate
+// ended the whole stream on the first such id (0 of 3 lines written). The model: random
+// weights over 400 ids with the shipped 344-piece tokenizer; sampling reaches ids >= 344
+// on some lines (the test checks that some fail and some do not). A streamed generate
+// line has shown its text by then: it ends where the failure came.
+TEST(UntrustedInput, IdsTheTokenizerLacksFailOnlyTheirLine) {
+  const auto dir = testing_support::temp_dir("padded_vocabulary");
+  for (int encoder_layers : {2, 0}) {
+    nlohmann::json config = testing_support::tiny_config();
+    config.update({{"vocab_size", 400}, {"encoder_layers", encoder_layers}, {"bos_token_id", 1}});
+    const auto model = dir / std::to_string(encoder_layers);
+    testing_support::write_random_model(model, config, 3);
+    std::filesystem::copy_file(kWeights / "tokenizer.model", model / "tokenizer.model");
+    const std::string command = encoder_layers > 0 ? "translate" : "generate";
+    const std::string input = "cats chase dogs\nthe dog\nDie Katze\na small cat sees the big dog\n";
+    for (const char* flags : {"", " --json", " --batch-size 1"}) {  // the same draws: line i from (seed, i)
+      SCOPED_TRACE(command + flags);
+      const auto r = run_ordo(command + " --model " + shell_quote(model.string()) + " --max-length 6 --sample --seed 1" + flags, input);
+      EXPECT_EQ(r.exit_code, 1);
+      const auto lines = lines_of(r.out);
+      ASSERT_EQ(lines.size(), 4u) << r.out << r.err;
+      std::size_t failed = 0;
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        const bool failure = contains(r.err, "stdin line " + std::to_string(i + 1) + ": ");
+        failed += failure;
+        if (std::string(flags) == " --json") {
+          EXPECT_EQ(nlohmann::json::parse(lines[i]).contains("error"), failure) << lines[i];
+        } else if (failure && command == "translate") {
+          EXPECT_EQ(lines[i], "");
+        } else if (failure) {  // streamed: the line ends where the failure came
+          EXPECT_TRUE(lines[i].starts_with(lines_of(input)[i])) << lines[i];
+        }
+      }
+      EXPECT_GE(failed, 1u) << "no line reached an id >= 344; the test needs another seed";
+      EXPECT_LT(failed, 4u) << "every line failed; the test needs another seed";
+      EXPECT_TRUE(contains(r.err, "is outside the vocabulary [0, 344)")) << r.err;
+      EXPECT_TRUE(contains(r.err, std::to_string(failed) + " of 4")) << r.err;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------------
 // The input limit
 
@@ -416,7 +460,7 @@ TEST(UntrustedInput, EveryCommandsNumericFlagsAreUsageErrors) {
       {"translate --temperature nan --sample x", "--temperature: 'nan' is not a finite number"},
       {"translate --top-p inf x", "--top-p: 'inf' is not a finite number"},
       {"translate --length-penalty 1e999 x", "--length-penalty: '1e999' is out of range"},
-      {"translate --repetition-penalty -1 x", "--repetition-penalty: must be a positive number"},
+      {"translate --repetition-penalty -1 x", "--repetition-penalty: must be in [0.01, 100] (1: off; 1.1 to 1.5 are usual), got -1"},
       {"translate --max-input-tokens x x", "--max-input-tokens: 'x' is not a number"},
       {"generate --max-length 1.5 x", "--max-length: '1.5' is not a whole number"},
       {"generate --top-k -3 x", "--top-k: must be >= 0"},

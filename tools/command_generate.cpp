@@ -70,6 +70,7 @@ class GenerateCommand {
       : options_(options),
         model_(model),
         generator_(std::move(model), with_bos(options)),
+        in_(options.input),
         out_(options.output),
         encoder_decoder_(!model_->transformer().decoder_only()) {}
 
@@ -197,7 +198,7 @@ class GenerateCommand {
   // at a time. A blank line is answered with an empty line, without generating: the
   // output stays one line per input line (to generate from nothing, give "" as PROMPT).
   void run_stream() {
-    LineReader in(options_.input);
+    LineReader& in = in_;
     if (in.from_terminal()) std::cerr << "ordo: reading prompts from the terminal, one per line (Ctrl-D ends)\n";
     const std::size_t batch =
         streaming() || in.from_terminal() ? 1 : static_cast<std::size_t>(options_.generator.batch_size);
@@ -239,6 +240,7 @@ class GenerateCommand {
   const GenerateOptions& options_;
   std::shared_ptr<const Model> model_;
   Generator generator_;
+  LineReader in_;  // opened before out_: a missing --input must not empty an existing --output
   Output out_;
   bool encoder_decoder_;
 };
@@ -278,6 +280,7 @@ void setup_generate(CLI::App& app) {
                     "a prompt's last tokens (a source's first)");
   add_common_options(*command, options->common);
   command->callback([options] {
+    check_output_is_not_input(options->input, options->output);
     validate_flags(options->generator);
     GenerateCommand(*options, load_model(options->common)).run();
   });

@@ -98,8 +98,7 @@ bool shows_progress(const TranslateOptions& options) {
 
 // Lines from stdin or --input, a batch at a time, each answered in input order before
 // the next batch is read: memory stays bounded however long the input.
-void translate_stream(const Translator& translator, const TranslateOptions& options, Output& out) {
-  LineReader in(options.input);
+void translate_stream(const Translator& translator, const TranslateOptions& options, LineReader& in, Output& out) {
   if (in.from_terminal())  // a person typing: answer every line at once rather than per batch
     std::cerr << "ordo: reading sentences from the terminal, one per line (Ctrl-D ends)\n";
   const std::size_t batch = in.from_terminal() ? 1 : static_cast<std::size_t>(options.translator.batch_size);
@@ -129,6 +128,10 @@ void translate_stream(const Translator& translator, const TranslateOptions& opti
 }
 
 void run_translate(const TranslateOptions& options) {
+  // Stream mode opens its input first: a missing one must not cost the model's loading,
+  // nor an existing --output, which opening empties.
+  std::optional<LineReader> in;
+  if (!options.source_ids && options.texts.empty()) in.emplace(options.input);
   const auto model = load_model(options.common);
   const Translator translator(model, options.translator);
   Output out(options.output);
@@ -141,7 +144,7 @@ void run_translate(const TranslateOptions& options) {
     out.check_written();
     return;
   }
-  if (options.texts.empty()) return translate_stream(translator, options, out);
+  if (in) return translate_stream(translator, options, *in, out);
 
   std::size_t failures = 0;
   const std::vector<Translation> results = translator.translate_batch(options.texts);
@@ -183,6 +186,7 @@ void setup_translate(CLI::App& app) {
                     "a source, eos included", "its first tokens");
   add_common_options(*command, options->common);
   command->callback([options] {
+    check_output_is_not_input(options->input, options->output);
     validate_flags(options->translator);
     run_translate(*options);
   });

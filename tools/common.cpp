@@ -1,6 +1,7 @@
 #include "tools/common.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <iomanip>
@@ -133,6 +134,14 @@ bool reader_gone(int fd) {
 void throw_write_failure(const std::string& name) {
   if (name == "stdout" && reader_gone(STDOUT_FILENO)) throw OutputClosed();
   throw Error(name, "writing the output failed", "is the disk full, or the pipe closed?");
+}
+
+void check_output_is_not_input(const std::string& input, const std::string& output) {
+  struct stat in {}, out {};
+  if (input.empty() || output.empty() || ::stat(input.c_str(), &in) != 0 || ::stat(output.c_str(), &out) != 0) return;
+  if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+    throw CLI::ValidationError("--output", output + " is the --input file " + input +
+                                               ": writing it would empty it before it is read; write to another file");
 }
 
 Output::Output(const std::string& path) : name_(path.empty() ? "stdout" : path), stream_(&std::cout) {
