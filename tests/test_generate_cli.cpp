@@ -5,15 +5,7 @@
 // encoder-decoder default.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <map>
 #include <cmath>
@@ -30,14 +22,13 @@
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
 
-extern char** environ;
-
 namespace ordo {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing_support::run_ordo;
+using testing_support::Running;
 using testing_support::shell_quote;
 
 fs::path weights_dir() { return fs::path(ORDO_SOURCE_DIR) / "weights"; }
@@ -117,82 +108,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
-
-// ordo running with pipes on stdin and stdout, so a test can talk to it line by line.
-class Running {
- public:
-  explicit Running(const std::vector<std::string>& arguments) {
-    int in[2], out[2];
-    if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    for (int fd : {in[0], in[1], out[0], out[1]}) posix_spawn_file_actions_addclose(&actions, fd);
-    std::vector<char*> argv{const_cast<char*>(ORDO_CLI)};
-    for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, ORDO_CLI, &actions, nullptr, argv.data(), environ) != 0)
-      throw std::runtime_error("cannot start ordo");
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    to_ = in[1];
-    from_ = out[0];
-  }
-  ~Running() {
-    if (to_ >= 0) ::close(to_);
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    ::close(from_);
-  }
-
-  void write(const std::string& text) { ASSERT_EQ(::write(to_, text.data(), text.size()), static_cast<ssize_t>(text.size())); }
-  void close_input() {
-    ::close(to_);
-    to_ = -1;
-  }
-  // Reads until `count` bytes have arrived or `seconds` pass.
-  std::string read_some(std::size_t count, double seconds) {
-    std::string text;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (text.size() < count && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{from_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char buffer[256];
-      const ssize_t n = ::read(from_, buffer, std::min(sizeof buffer, count - text.size()));
-      if (n <= 0) break;
-      text.append(buffer, static_cast<std::size_t>(n));
-    }
-    return text;
-  }
-  bool running() {
-    if (exited_) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    return !exited_;
-  }
-  int wait() {
-    if (!exited_) {
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    return exit_code_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int to_ = -1, from_ = -1;
-  bool exited_ = false;
-  int exit_code_ = -1;
-};
 
 // The prompt's text comes out as soon as ordo starts on it, and each token's text
 // after it, before the process is done: here ordo reads its second prompt only after

@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_support::run_ordo;
+using testing_support::Running;
 using testing_support::shell_quote;
 
 fs::path weights_dir() { return fs::path(ORDO_SOURCE_DIR) / "weights"; }
@@ -367,6 +368,35 @@ TEST(TranslateCli, RepetitionPenaltyIsBounded) {
     const auto r = run_ordo(std::string("translate --repetition-penalty ") + fine + " 'cats chase dogs'");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(r.out.empty());
+  }
+}
+
+// A program that writes one line and waits for its answer (`coproc ordo translate`) gets
+// it: a batch closes when the input pauses, so a line is answered without waiting for
+// the next. Before, ordo waited for 32 lines (--batch-size) or the end of input, and
+// both sides hung. Batched generate (--json) reads the same way.
+TEST(TranslateCli, EachLineThroughAPipeIsAnsweredWithoutWaitingForTheNext) {
+  const std::string llama = (weights_dir() / "german-llama").string();
+  struct Case {
+    std::vector<std::string> arguments;
+    std::string line, answer_start;
+  };
+  for (const Case& c : {Case{{"translate"}, "cats chase dogs\n", "Katzen jagen Hunde\n"},
+                        Case{{"translate", "--json"}, "dogs chase cats\n", "{"},
+                        Case{{"generate", "--model", llama, "--json", "--max-length", "3"}, "Die Katze\n", "{"}}) {
+    SCOPED_TRACE(c.arguments.front() + " " + c.arguments.back());
+    Running ordo(c.arguments);
+    for (int round = 0; round < 2; ++round) {
+      ordo.write(c.line);  // and stdin stays open
+      const std::string answer = ordo.read_some(c.answer_start.size(), 20);
+      EXPECT_EQ(answer, c.answer_start) << "round " << round;
+      if (answer != c.answer_start) break;
+      const std::string rest = answer.back() == '\n' ? "" : ordo.read_some(4096, 0.5);  // the rest of the line
+      EXPECT_TRUE(answer.back() == '\n' || rest.ends_with("\n")) << rest;
+    }
+    EXPECT_TRUE(ordo.running());
+    ordo.close_input();
+    EXPECT_EQ(ordo.wait(), 0);
   }
 }
 

@@ -208,14 +208,24 @@ class GenerateCommand {
       const std::size_t first = in.lines_read() - pending.size();
       if (streaming()) {
         for (std::size_t i = 0; i < pending.size(); ++i) {
-          if (is_blank(pending[i]))
+          if (!in.problem(i).empty()) {
             out_.stream() << '\n';
-          else
+            std::cerr << "ordo: " << in.where(first + i + 1) << in.problem(i) << '\n';
+            ++failures;
+          } else if (is_blank(pending[i])) {
+            out_.stream() << '\n';
+          } else {
             failures += !stream(pending[i], first + i, in.where(first + i + 1));
+          }
         }
       } else {
         std::vector<Generation> requests;
-        for (const std::string& line : pending) {
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+          const std::string& line = pending[i];
+          if (!in.problem(i).empty()) {
+            requests.emplace_back().error = in.problem(i);
+            continue;
+          }
           if (!is_blank(line)) {
             requests.push_back(generator_.prepare(line, options_.source.value_or("")));
             continue;

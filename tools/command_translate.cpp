@@ -108,7 +108,12 @@ void translate_stream(const Translator& translator, const TranslateOptions& opti
   std::vector<std::string> pending;
   while (in.next_batch(batch, pending)) {
     const std::size_t first = in.lines_read() - pending.size();
-    const std::vector<Translation> results = translator.translate_batch(pending, first);
+    std::vector<Translation> results = translator.translate_batch(pending, first);
+    for (std::size_t i = 0; i < results.size(); ++i)
+      if (!in.problem(i).empty()) {  // a line too long to read: it was translated as an empty one
+        results[i].hypotheses.clear();
+        results[i].error = in.problem(i);
+      }
     std::size_t tokens = 0;
     for (const Translation& t : results) {
       if (!t.ok() || t.truncated) bar.clear();  // its message gets a line of its own
