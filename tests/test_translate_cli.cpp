@@ -232,11 +232,11 @@ TEST(TranslateCli, BadDecodingFlagsAreUsageErrorsNamingTheFlag) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--beam 0", "--beam"},
       {"--n-best 5 --beam 4", "--n-best"},
-      {"--temperature 0", "--temperature"},
-      {"--temperature -1", "--temperature"},
-      {"--top-p 0", "--top-p"},
-      {"--top-p 1.5", "--top-p"},
-      {"--top-k -1", "--top-k"},
+      {"--sample --temperature 0", "--temperature"},
+      {"--sample --temperature -1", "--temperature"},
+      {"--sample --top-p 0", "--top-p"},
+      {"--sample --top-p 1.5", "--top-p"},
+      {"--sample --top-k -1", "--top-k"},
       {"--batch-size 0", "--batch-size"},
       {"--sample --beam 2", "--sample"},
       {"--min-length 9 --max-length 3", "--min-length"},
@@ -248,7 +248,7 @@ TEST(TranslateCli, BadDecodingFlagsAreUsageErrorsNamingTheFlag) {
   expect_usage_error("eval", "--data " + data + " --batch-size 0", "--batch-size");
   expect_usage_error("eval", "--data " + data + " --sample --beam 2", "--sample");
   expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --beam 0", "--beam");
-  expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --top-p 2", "--top-p");
+  expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --sample --top-p 2", "--top-p");
   expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --batch-size 0", "--batch-size");
 
   // And the boundaries just inside are accepted: the checks are not off by one.
@@ -259,6 +259,27 @@ TEST(TranslateCli, BadDecodingFlagsAreUsageErrorsNamingTheFlag) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(r.out.empty());
   }
+}
+
+// --temperature, --top-k and --top-p shape sampling only: without --sample they were
+// silently ignored (greedy output). Now a usage error that says to add --sample, on
+// every command that decodes.
+TEST(TranslateCli, SamplingFlagsWithoutSampleAreUsageErrors) {
+  const std::string data = quoted(weights_dir() / "data" / "test.tsv");
+  const std::string llama = quoted(weights_dir() / "german-llama");
+  for (const std::string& command : {std::string("translate 'cats chase dogs'"), "generate --model " + llama + " Die",
+                                     "eval --data " + data, std::string("compare 'cats chase dogs' 'dogs chase cats'")}) {
+    for (const std::string& flag : {std::string("--temperature"), std::string("--top-k"), std::string("--top-p")}) {
+      SCOPED_TRACE(command + " " + flag);
+      const auto r = run_ordo(command + " " + flag + (flag == "--top-k" ? " 5" : " 0.5"));
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(line_count(r.err), 1u) << r.err;
+      EXPECT_EQ(r.err.rfind("ordo: " + flag + ": shapes only sampling, which is off: add --sample", 0), 0u) << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+  }
+  const auto r = run_ordo("translate --sample --temperature 0.5 --top-k 5 --top-p 0.9 'cats chase dogs'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // ---------------------------------------------------------------------------------

@@ -227,11 +227,13 @@ void setup_compare(CLI::App& app) {
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  command->remove_option(command->get_option("--n-best"));  // compare shows the best translation alone
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
   command->add_option("--plot", options->plot,
                       "Also draw each model's token-by-token cosine similarity of the encoder outputs,\n"
-                      "A's tokens against B's, side by side: FILE.png (or FILE.csv for the numbers)");
+                      "A's tokens against B's, side by side: FILE.png (or FILE.csv for the numbers)")
+      ->type_name("FILE");
   add_common_options(*command, options->common);
   command->callback([options, command] {
     validate_flags(options->translator);

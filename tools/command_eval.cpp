@@ -149,8 +149,12 @@ void setup_eval(CLI::App& app) {
       "report exact-match accuracy, token accuracy (position-wise, over whitespace tokens)\n"
       "and corpus BLEU-4 (as sacreBLEU on already tokenized text). Shows a progress bar on\n"
       "stderr while it translates, when stderr is a terminal.");
-  command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
+  command->add_option("--data", options->data, "Test set, a TSV file")
+      ->required()
+      ->check(CLI::ExistingFile)
+      ->option_text("FILE REQUIRED");
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  command->remove_option(command->get_option("--n-best"));  // eval scores the best translation alone
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")

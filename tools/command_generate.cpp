@@ -281,9 +281,10 @@ void setup_generate(CLI::App& app) {
       ->needs(command->get_option("--prompt-ids"));
   command->add_flag("--no-bos", options->no_bos, "Do not put bos_token_id before a text prompt");
   command->add_option("--input", options->input, "Read prompts from FILE instead of stdin, one per line")
+      ->type_name("FILE")
       ->excludes(command->get_option("prompt"))
       ->excludes(command->get_option("--prompt-ids"));
-  command->add_option("--output", options->output, "Write to FILE instead of stdout");
+  command->add_option("--output", options->output, "Write to FILE instead of stdout")->type_name("FILE");
   add_decoding_options(*command, options->generator.decoding, options->generator.batch_size, "prompt");
   add_input_options(*command, options->generator.max_input_tokens, options->generator.truncate,
                     "a prompt, bos included (and of a --source, eos included)",

@@ -183,9 +183,10 @@ void setup_translate(CLI::App& app) {
                       "prints the target ids")
       ->excludes(command->get_option("text"));
   command->add_option("--input", options->input, "Read sentences from FILE instead of stdin")
+      ->type_name("FILE")
       ->excludes(command->get_option("text"))
       ->excludes(command->get_option("--source-ids"));
-  command->add_option("--output", options->output, "Write to FILE instead of stdout");
+  command->add_option("--output", options->output, "Write to FILE instead of stdout")->type_name("FILE");
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");

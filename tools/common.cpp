@@ -41,6 +41,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("-m,--model", options.model_dir,
                      "Model directory: config.json, model.safetensors, tokenizer.model "
                      "($ORDO_MODEL overrides the default)")
+      ->type_name("DIR")
       ->capture_default_str();
   // Not a number, or not a whole one, is caught for every flag by require_plain_numbers.
   command.add_option("-t,--threads", options.threads, "Threads ordo computes with (0: every core)")
@@ -83,6 +84,15 @@ void add_decoding_options(CLI::App& command, DecodingOptions& d, Index& batch_si
   add("--top-k", "top_k", d.top_k, "Sample among the K most likely tokens (0: all)", sampling);
   add("--top-p", "top_p", d.top_p, "Sample among the likeliest tokens holding P of the mass, 0 < P <= 1", sampling);
   add("--seed", "seed", d.seed, seeded, sampling);
+  // Without --sample a search ignores these: say so rather than decode greedily anyway.
+  // (--seed may stay: it names which draws, not how, and a script may pass it in any mode.)
+  command.parse_complete_callback([&command] {
+    if (given(command, "--sample")) return;
+    for (const char* flag : {"--temperature", "--top-k", "--top-p"})
+      if (given(command, flag))
+        throw CLI::ValidationError(flag, "shapes only sampling, which is off: add --sample (or leave " +
+                                             std::string(flag) + " out)");
+  });
   add("--max-length", "max_length", d.max_length,
       "Most generated tokens, eos included, a prompt excluded (0: 2 x source length + 10 when translating, " +
           std::to_string(kAutomaticGenerationLength) + " when continuing a prompt)",
