@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "engine/decoder.h"
@@ -12,10 +13,10 @@ namespace ordo {
 
 namespace {
 
+// 0.5 -> "0.5", 1e-40 -> "1e-40" (not "0"), 100 -> "100".
 std::string str(double x) {
-  std::string text = std::to_string(x);
-  while (text.size() > 1 && text.back() == '0') text.pop_back();  // 0.500000 -> 0.5
-  if (text.back() == '.') text.pop_back();
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", x);
   return text;
 }
 
@@ -40,8 +41,10 @@ void DecodingOptions::validate() const {
                                         std::to_string(max_length));
   if (no_repeat_ngram_size < 0)
     throw OptionError("no_repeat_ngram_size", "must be >= 0 (0: off), got " + std::to_string(no_repeat_ngram_size));
-  if (!(repetition_penalty > 0.0) || !std::isfinite(repetition_penalty))
-    throw OptionError("repetition_penalty", "must be a positive number (1: off), got " + str(repetition_penalty));
+  if (!(repetition_penalty >= kMinRepetitionPenalty && repetition_penalty <= kMaxRepetitionPenalty))
+    throw OptionError("repetition_penalty", "must be in [" + str(kMinRepetitionPenalty) + ", " +
+                                                str(kMaxRepetitionPenalty) + "] (1: off; 1.1 to 1.5 are usual), got " +
+                                                str(repetition_penalty));
   if (!(temperature > 0.0) || !std::isfinite(temperature))
     throw OptionError("temperature", "must be a positive number, got " + str(temperature) +
                                          " (for the most likely token, use greedy search: no sampling)");

@@ -16,6 +16,13 @@ namespace ordo {
 
 class Decoder;
 
+// The range of repetition_penalty. R and 1/R are mirror images (discourage or encourage
+// repetition); beyond 100 a penalized logit is scaled more than 100-fold, which already
+// makes its token certain or impossible, and a far larger factor (1e-40) overflows
+// float logits to infinity.
+inline constexpr double kMinRepetitionPenalty = 0.01;
+inline constexpr double kMaxRepetitionPenalty = 100.0;
+
 // max_length 0 when continuing a prompt: at most this many new tokens.
 inline constexpr Index kAutomaticGenerationLength = 128;
 
@@ -39,7 +46,8 @@ struct DecodingOptions {
   // impossible. 0: off.
   Index no_repeat_ngram_size = 0;
   // CTRL's penalty on tokens already in the output: their logit is divided by it when
-  // positive, multiplied when negative. 1: off; > 1 discourages repetition.
+  // positive, multiplied when negative. 1: off; > 1 discourages repetition. In
+  // [kMinRepetitionPenalty, kMaxRepetitionPenalty] = [0.01, 100].
   double repetition_penalty = 1.0;
 
   // Draw each token from the model's distribution instead of searching. Needs

@@ -9,6 +9,8 @@ namespace ordo {
 
 namespace {
 
+constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+
 // The ids up to and including the first eos: what a continuation's text is made of.
 std::span<const int> until_eos(const SpecialTokens& tokens, std::span<const int> ids) {
   const auto end = std::find_if(ids.begin(), ids.end(), [&](int id) { return tokens.is_eos(id); });
@@ -109,7 +111,7 @@ Generation Generator::generate(std::string_view prompt, std::string_view source,
   return generate(prepare(prompt, source), on_text);
 }
 
-Generation Generator::generate(Generation request, const TextCallback& on_text) const {
+Generation Generator::generate(Generation request, const TextCallback& on_text, std::uint64_t stream) const {
   if (!request.ok()) throw Error(request.error);
   const DecodeRequest decode{request.source_ids, request.prompt_ids};
   WorkspacePool::Lease workspace = workspaces_->borrow();
@@ -119,16 +121,20 @@ Generation Generator::generate(Generation request, const TextCallback& on_text) 
   if (on_text && options_.decoding.beam_size == 1)
     on_token = [&](std::size_t, int token) {
       streamed.push_back(token);
-      const std::string text = continuation_text(request.prompt_ids, streamed);
+      const std::string decoded = continuation_text(request.prompt_ids, streamed);
+      std::string_view text = decoded;
+      // A byte piece that begins a character (byte-fallback tokenizers) decodes as
+      // U+FFFD until the rest of the character arrives: hold a trailing one back.
+      while (text.ends_with(kReplacementCharacter)) text.remove_suffix(kReplacementCharacter.size());
       // Pieces only ever extend the text; print what is new.
       if (text.size() > shown.size() && text.starts_with(shown)) {
-        on_text(std::string_view(text).substr(shown.size()));
+        on_text(text.substr(shown.size()));
         shown = text;
       }
     };
-  DecodeResult result =
-      std::move(decode_requests(model_->transformer(), std::span(&decode, 1), options_.decoding, {}, *workspace, on_token)
-                    .front());
+  DecodeResult result = std::move(decode_requests(model_->transformer(), std::span(&decode, 1), options_.decoding,
+                                                  std::span(&stream, 1), *workspace, on_token)
+                                      .front());
   if (!result.ok()) throw Error(result.error);
   for (Hypothesis& h : result.hypotheses) {
     TranslatedHypothesis t{std::move(h), {}};
@@ -136,6 +142,11 @@ Generation Generator::generate(Generation request, const TextCallback& on_text) 
     request.hypotheses.push_back(std::move(t));
   }
   if (on_text && options_.decoding.beam_size > 1) on_text(request.best().text);
+  // What was held back (a character that never completed) is part of the text too.
+  if (on_text && options_.decoding.beam_size == 1) {
+    const std::string& text = request.best().text;
+    if (text.size() > shown.size() && text.starts_with(shown)) on_text(std::string_view(text).substr(shown.size()));
+  }
   return request;
 }
 

@@ -86,9 +86,11 @@ class Generator {
   // truncated, or its error set. A caller that shows the prompt before streaming its
   // continuation prepares first, so that a prompt that fails shows nothing.
   Generation prepare(std::string_view prompt, std::string_view source = {}) const;
-  // The other half: continues a prepared request (see generate above). Throws Error
-  // (the request's own error, when it has one) when it cannot be continued.
-  Generation generate(Generation prepared, const TextCallback& on_text = {}) const;
+  // The other half: continues a prepared request (see generate above), sampling from
+  // stream `stream` (a caller answering many prompts one at a time gives prompt i stream
+  // i, as generate_batch would). Throws Error (the request's own error, when it has one)
+  // when it cannot be continued.
+  Generation generate(Generation prepared, const TextCallback& on_text = {}, std::uint64_t stream = 0) const;
 
   // Many prompts, results in input order, per-prompt errors; prompt i samples from
   // stream first_stream + i. `sources` is empty for a decoder-only model, else one per

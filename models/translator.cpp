@@ -112,10 +112,15 @@ std::vector<Translation> Translator::decode_all(std::vector<Translation> request
       r.error = std::move(d.error);
       continue;
     }
-    for (Hypothesis& h : d.hypotheses) {
-      TranslatedHypothesis t{std::move(h), {}};
-      if (model_->has_tokenizer()) t.text = model_->detokenize_target(t.ids);
-      r.hypotheses.push_back(std::move(t));
+    try {
+      for (Hypothesis& h : d.hypotheses) {
+        TranslatedHypothesis t{std::move(h), {}};
+        if (model_->has_tokenizer()) t.text = model_->detokenize_target(t.ids);
+        r.hypotheses.push_back(std::move(t));
+      }
+    } catch (const Error& e) {  // an id the tokenizer lacks (a model vocabulary larger than it): this source fails
+      r.hypotheses.clear();
+      r.error = e.what();
     }
   }
   return requests;

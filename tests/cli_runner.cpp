@@ -1,12 +1,25 @@
 #include "tests/cli_runner.h"
 
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "tests/model_factory.h"
+
+extern char** environ;
 
 namespace ordo::testing_support {
 
@@ -39,6 +52,82 @@ CommandResult run_ordo(const std::string& arguments, const std::string& stdin_te
   result.err = slurp(dir / "stderr");
   std::filesystem::remove_all(dir);
   return result;
+}
+
+Running::Running(const std::vector<std::string>& arguments) {
+  int in[2], out[2];
+  if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  for (int fd : {in[0], in[1], out[0], out[1]}) posix_spawn_file_actions_addclose(&actions, fd);
+  std::vector<char*> argv{const_cast<char*>(ORDO_CLI)};
+  for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  if (posix_spawn(&pid_, ORDO_CLI, &actions, nullptr, argv.data(), environ) != 0)
+    throw std::runtime_error("cannot start ordo");
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in[0]);
+  ::close(out[1]);
+  to_ = in[1];
+  from_ = out[0];
+}
+
+Running::~Running() {
+  if (to_ >= 0) ::close(to_);
+  if (pid_ > 0 && !exited_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ::close(from_);
+}
+
+void Running::write(const std::string& text) {
+  ASSERT_EQ(::write(to_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+}
+
+void Running::close_input() {
+  ::close(to_);
+  to_ = -1;
+}
+
+std::string Running::read_some(std::size_t count, double seconds) {
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (text.size() < count && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{from_, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buffer[256];
+    const ssize_t n = ::read(from_, buffer, std::min(sizeof buffer, count - text.size()));
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+bool Running::running() {
+  if (exited_) return false;
+  int status = 0;
+  rusage usage{};
+  if (::wait4(pid_, &status, WNOHANG, &usage) == pid_) {
+    exited_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    peak_rss_kb_ = usage.ru_maxrss;
+  }
+  return !exited_;
+}
+
+int Running::wait() {
+  if (!exited_) {
+    int status = 0;
+    rusage usage{};
+    ::wait4(pid_, &status, 0, &usage);
+    exited_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    peak_rss_kb_ = usage.ru_maxrss;
+  }
+  return exit_code_;
 }
 
 }  // namespace ordo::testing_support

@@ -3,7 +3,15 @@
 // tokenizer are exercised in test_showcase).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +106,75 @@ TEST_F(Cli, HelpTeachesAndExitsWithZero) {
   EXPECT_NE(r.out.find("--source-ids"), std::string::npos);
   EXPECT_NE(r.out.find("--max-length"), std::string::npos);
   EXPECT_NE(r.out.find("--json"), std::string::npos);
+}
+
+// --help and --version write like any other command: when the write fails (a full
+// disk), exit 1 with one line on stderr. Before, both exited 0 into /dev/full.
+TEST_F(Cli, HelpAndVersionReportAFailedWrite) {
+  const auto dir = testing_support::temp_dir("full");
+  for (const char* arguments : {"--help", "--version", "translate --help"}) {
+    SCOPED_TRACE(arguments);
+    const std::string command =
+        shell_quote(ORDO_CLI) + " " + arguments + " >/dev/full 2>" + shell_quote((dir / "err").string());
+    const int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    std::ifstream in(dir / "err");
+    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(err, "ordo: stdout: writing the output failed (is the disk full, or the pipe closed?)\n");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A command lists only the flags it uses. eval and compare use the best translation
+// alone (no --n-best); inspect and viz pe compute nothing (no --threads). Before, each
+// was listed in --help and silently ignored; now it is unknown: a usage error.
+TEST_F(Cli, CommandsListOnlyFlagsTheyUse) {
+  struct Case {
+    std::string command, flag, required;  // what the command needs besides
+  };
+  const std::string data = shell_quote(std::string(ORDO_SOURCE_DIR) + "/weights/data/test.tsv");
+  const auto dir = testing_support::temp_dir("dropped_flags");  // where an accepted viz would draw
+  for (const auto& [command, flag, required] :
+       {Case{"eval", "--n-best", "--data " + data}, Case{"compare", "--n-best", "a b"}, Case{"inspect", "--threads", ""},
+        Case{"viz pe", "--threads", "--out " + shell_quote((dir / "never.png").string())}}) {
+    SCOPED_TRACE(command + " " + flag);
+    const auto help = run_ordo(command + " --help");
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_EQ(help.out.find(" " + flag + " "), std::string::npos) << help.out;
+    const auto r = run_ordo(command + " " + required + " " + flag + " 2");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Path options say what they take, FILE or DIR, never TEXT (CLI11's default).
+TEST_F(Cli, PathOptionsSayFileOrDir) {
+  struct Case {
+    std::string command, flag, kind;
+  };
+  const std::vector<Case> cases = {
+      {"translate", "--input", "FILE"}, {"translate", "--output", "FILE"}, {"translate", "--model", "DIR"},
+      {"generate", "--input", "FILE"},  {"generate", "--output", "FILE"},  {"score", "--model", "DIR"},
+      {"inspect", "--model", "DIR"},    {"eval", "--data", "FILE"},       {"eval", "--model", "DIR"},
+      {"compare", "--plot", "FILE"},    {"compare", "--model", "DIR"},    {"bench", "--model", "DIR"},
+      {"viz pe", "--out", "FILE"},      {"viz pe", "--model", "DIR"},     {"viz attention", "--out", "FILE"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.command + " " + c.flag);
+    const auto help = run_ordo(c.command + " --help");
+    ASSERT_EQ(help.exit_code, 0);
+    std::istringstream lines(help.out);
+    std::string shown;  // the word after the flag on its help line
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::string names;
+      words >> names;  // "-m,--model" or "--input"
+      if (names == c.flag || names.ends_with("," + c.flag)) words >> shown;
+    }
+    EXPECT_TRUE(shown.starts_with(c.kind)) << "'" << shown << "' in\n" << help.out;
+    EXPECT_EQ(shown.find("TEXT"), std::string::npos) << shown;
+  }
 }
 
 TEST_F(Cli, OtherErrorsExitWithOneAndOneLine) {

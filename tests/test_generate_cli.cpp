@@ -5,14 +5,9 @@
 // encoder-decoder default.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
+#include <algorithm>
+#include <cstdio>
+#include <map>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -27,14 +22,13 @@
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
 
-extern char** environ;
-
 namespace ordo {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing_support::run_ordo;
+using testing_support::Running;
 using testing_support::shell_quote;
 
 fs::path weights_dir() { return fs::path(ORDO_SOURCE_DIR) / "weights"; }
@@ -58,81 +52,62 @@ fs::path random_lm(const std::string& positions = "rope") {
 
 std::string model_flag(const fs::path& dir) { return "--model " + shell_quote(dir.string()); }
 
-// ordo running with pipes on stdin and stdout, so a test can talk to it line by line.
-class Running {
- public:
-  explicit Running(const std::vector<std::string>& arguments) {
-    int in[2], out[2];
-    if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    for (int fd : {in[0], in[1], out[0], out[1]}) posix_spawn_file_actions_addclose(&actions, fd);
-    std::vector<char*> argv{const_cast<char*>(ORDO_CLI)};
-    for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, ORDO_CLI, &actions, nullptr, argv.data(), environ) != 0)
-      throw std::runtime_error("cannot start ordo");
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    to_ = in[1];
-    from_ = out[0];
-  }
-  ~Running() {
-    if (to_ >= 0) ::close(to_);
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    ::close(from_);
-  }
+// A random decoder-only model (encoder-decoder with `encoder_layers` > 0) over
+// tests/data/byte_fallback.model, whose byte pieces spell any byte: what it generates
+// holds newlines, NUL and ESC, as a LLaMA model's output may.
+fs::path byte_fallback_model(int encoder_layers) {
+  static std::map<int, fs::path> made;
+  auto& dir = made[encoder_layers];
+  if (!dir.empty()) return dir;
+  dir = testing_support::temp_dir("byte_fallback");
+  json config = testing_support::tiny_config();
+  config.update({{"vocab_size", 300}, {"encoder_layers", encoder_layers}, {"normalize_before", true},
+                 {"bos_token_id", 1}, {"max_position_embeddings", 64}});
+  testing_support::write_random_model(dir, config, 5);
+  fs::copy_file(fs::path(ORDO_TEST_DATA_DIR) / "byte_fallback.model", dir / "tokenizer.model");
+  return dir;
+}
 
-  void write(const std::string& text) { ASSERT_EQ(::write(to_, text.data(), text.size()), static_cast<ssize_t>(text.size())); }
-  void close_input() {
-    ::close(to_);
-    to_ = -1;
-  }
-  // Reads until `count` bytes have arrived or `seconds` pass.
-  std::string read_some(std::size_t count, double seconds) {
-    std::string text;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (text.size() < count && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{from_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char buffer[256];
-      const ssize_t n = ::read(from_, buffer, std::min(sizeof buffer, count - text.size()));
-      if (n <= 0) break;
-      text.append(buffer, static_cast<std::size_t>(n));
+// README's escaping of plain text output, spelled out as the oracle: a backslash, line
+// feed and carriage return as \\, \n, \r; every other control character the input rule
+// refuses (U+0000-U+001F but tab, U+007F-U+009F) as \u00XX.
+std::string escaped(const std::string& text) {
+  std::string out;
+  char hex[8];
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
+      std::snprintf(hex, sizeof hex, "\\u%04x", c);
+      out += hex;
+    } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // U+0080-U+009F
+      std::snprintf(hex, sizeof hex, "\\u%04x", next);
+      out += hex;
+      ++i;
+    } else {
+      out += static_cast<char>(c);
     }
-    return text;
   }
-  bool running() {
-    if (exited_) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    return !exited_;
-  }
-  int wait() {
-    if (!exited_) {
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    return exit_code_;
-  }
+  return out;
+}
 
- private:
-  pid_t pid_ = -1;
-  int to_ = -1, from_ = -1;
-  bool exited_ = false;
-  int exit_code_ = -1;
-};
+bool has_control_character(const std::string& text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7F; });
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
 
 // The prompt's text comes out as soon as ordo starts on it, and each token's text
 // after it, before the process is done: here ordo reads its second prompt only after
@@ -289,6 +264,71 @@ TEST(GenerateCli, InspectShowsTheFamilyAndTheGroupedQueryRatio) {
   EXPECT_NE(text.find("4 query heads over 2 K/V heads (ratio 2:1)"), std::string::npos) << text;
   j = json::parse(run_ordo("inspect --json").out);
   EXPECT_EQ(j.at("architecture").at("kind"), "encoder-decoder");
+}
+
+// Sentence i draws from (seed, i) in every mode, as README's --seed says: three equal
+// prompts on three lines get three continuations, and the streamed plain text is, line
+// by line, what --json gives (which decodes in batches). Before, each streamed line drew
+// from (seed, 0): three identical lines.
+TEST(GenerateCli, SampledLinesDrawFromTheirLineNumberInEveryMode) {
+  const auto dir = random_lm();
+  const std::string input = "Die Katze\nDie Katze\nDie Katze\n";
+  const std::string flags = " --sample --seed 3 --max-length 8";
+  const auto plain = run_ordo("generate " + model_flag(dir) + flags, input);
+  const auto in_json = run_ordo("generate " + model_flag(dir) + flags + " --json", input);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(in_json.exit_code, 0) << in_json.err;
+  const auto lines = lines_of(plain.out);
+  const auto objects = lines_of(in_json.out);
+  ASSERT_EQ(lines.size(), 3u) << plain.out;
+  ASSERT_EQ(objects.size(), 3u) << in_json.out;
+  EXPECT_FALSE(lines[0] == lines[1] && lines[1] == lines[2]) << plain.out;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const json j = json::parse(objects[i]);
+    EXPECT_EQ(lines[i], j.at("prompt").get<std::string>() + j.at("text").get<std::string>()) << "line " << i + 1;
+  }
+  // PROMPT arguments: prompt i draws from (seed, i) too.
+  const auto arguments = run_ordo("generate " + model_flag(dir) + flags + " 'Die Katze' 'Die Katze' 'Die Katze'");
+  EXPECT_EQ(arguments.out, plain.out);
+}
+
+// A tokenizer with byte pieces lets a model generate a newline, CR, NUL or ESC. Plain
+// output escapes them (README, "Untrusted input"), so one prompt or sentence still gives
+// one line, streamed or not. Oracle: the --json text (JSON escapes on its own), escaped
+// as README says. Before, three prompts gave more than three lines, and a streamed line
+// stopped growing at the first byte piece that begins a character (its text decodes as
+// U+FFFD until the rest arrives).
+TEST(GenerateCli, GeneratedControlCharactersAreEscapedOneLinePerInput) {
+  const std::string prompts = "die katze\nder hund\ndie maus\n";
+  const std::string sampled = " --sample --seed 5 --max-length 40";
+  struct Case {
+    std::string command;  // "generate" or "translate"
+    std::string flags;
+    int encoder_layers;
+  };
+  for (const Case& c : {Case{"generate", sampled, 0}, Case{"generate", " --beam 2 --max-length 40", 0},
+                        Case{"translate", sampled, 2}}) {
+    SCOPED_TRACE(c.command + c.flags);
+    const std::string run = c.command + " " + model_flag(byte_fallback_model(c.encoder_layers)) + c.flags;
+    const auto in_json = run_ordo(run + " --json", prompts);
+    ASSERT_EQ(in_json.exit_code, 0) << in_json.err;
+    const auto objects = lines_of(in_json.out);
+    ASSERT_EQ(objects.size(), 3u) << in_json.out;
+    std::string expected;
+    bool controls = false;
+    for (const std::string& object : objects) {
+      const json j = json::parse(object);
+      const std::string text = c.command == "translate"
+                                   ? j.at("translation").get<std::string>()
+                                   : j.at("prompt").get<std::string>() + j.at("text").get<std::string>();
+      controls = controls || has_control_character(text);
+      expected += escaped(text) + "\n";
+    }
+    ASSERT_TRUE(controls) << "the test needs a generated control character; try another seed:\n" << in_json.out;
+    const auto plain = run_ordo(run, prompts);
+    EXPECT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out, expected);
+  }
 }
 
 }  // namespace

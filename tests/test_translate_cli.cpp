@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_support::run_ordo;
+using testing_support::Running;
 using testing_support::shell_quote;
 
 fs::path weights_dir() { return fs::path(ORDO_SOURCE_DIR) / "weights"; }
@@ -231,11 +232,11 @@ TEST(TranslateCli, BadDecodingFlagsAreUsageErrorsNamingTheFlag) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--beam 0", "--beam"},
       {"--n-best 5 --beam 4", "--n-best"},
-      {"--temperature 0", "--temperature"},
-      {"--temperature -1", "--temperature"},
-      {"--top-p 0", "--top-p"},
-      {"--top-p 1.5", "--top-p"},
-      {"--top-k -1", "--top-k"},
+      {"--sample --temperature 0", "--temperature"},
+      {"--sample --temperature -1", "--temperature"},
+      {"--sample --top-p 0", "--top-p"},
+      {"--sample --top-p 1.5", "--top-p"},
+      {"--sample --top-k -1", "--top-k"},
       {"--batch-size 0", "--batch-size"},
       {"--sample --beam 2", "--sample"},
       {"--min-length 9 --max-length 3", "--min-length"},
@@ -247,7 +248,7 @@ TEST(TranslateCli, BadDecodingFlagsAreUsageErrorsNamingTheFlag) {
   expect_usage_error("eval", "--data " + data + " --batch-size 0", "--batch-size");
   expect_usage_error("eval", "--data " + data + " --sample --beam 2", "--sample");
   expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --beam 0", "--beam");
-  expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --top-p 2", "--top-p");
+  expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --sample --top-p 2", "--top-p");
   expect_usage_error("compare", "'cats chase dogs' 'dogs chase cats' --batch-size 0", "--batch-size");
 
   // And the boundaries just inside are accepted: the checks are not off by one.
@@ -258,6 +259,27 @@ TEST(TranslateCli, BadDecodingFlagsAreUsageErrorsNamingTheFlag) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(r.out.empty());
   }
+}
+
+// --temperature, --top-k and --top-p shape sampling only: without --sample they were
+// silently ignored (greedy output). Now a usage error that says to add --sample, on
+// every command that decodes.
+TEST(TranslateCli, SamplingFlagsWithoutSampleAreUsageErrors) {
+  const std::string data = quoted(weights_dir() / "data" / "test.tsv");
+  const std::string llama = quoted(weights_dir() / "german-llama");
+  for (const std::string& command : {std::string("translate 'cats chase dogs'"), "generate --model " + llama + " Die",
+                                     "eval --data " + data, std::string("compare 'cats chase dogs' 'dogs chase cats'")}) {
+    for (const std::string& flag : {std::string("--temperature"), std::string("--top-k"), std::string("--top-p")}) {
+      SCOPED_TRACE(command + " " + flag);
+      const auto r = run_ordo(command + " " + flag + (flag == "--top-k" ? " 5" : " 0.5"));
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(line_count(r.err), 1u) << r.err;
+      EXPECT_EQ(r.err.rfind("ordo: " + flag + ": shapes only sampling, which is off: add --sample", 0), 0u) << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+  }
+  const auto r = run_ordo("translate --sample --temperature 0.5 --top-k 5 --top-p 0.9 'cats chase dogs'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // ---------------------------------------------------------------------------------
@@ -313,6 +335,90 @@ TEST(TranslateCli, FilesBatchesAndStdinGiveTheSameLines) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(line_count(missing.err), 1u) << missing.err;
   EXPECT_NE(missing.err.find("missing.txt"), std::string::npos) << missing.err;
+}
+
+// --output naming the --input file, by any path (the same inode: the path itself, a
+// "./" spelling, a hard link), would empty the input before a line of it is read: a
+// usage error before anything is opened, the file as it was. And the output is opened
+// only once the input is: a missing --input leaves an existing --output as it was.
+// Before, both ended with an empty file (the first with exit 0).
+TEST(TranslateCli, OutputNeverDestroysTheInput) {
+  const TempDir dir("same_file");
+  const fs::path input = dir / "in.txt";
+  const std::string text = "cats chase dogs\n";
+  fs::create_directory(dir / "sub");
+  for (const std::string& command :
+       {std::string("translate"), "generate --max-length 2 --model " + quoted(weights_dir() / "german-llama")}) {
+    SCOPED_TRACE(command);
+    std::ofstream(input) << text;
+    fs::remove(dir / "link.txt");
+    fs::create_hard_link(input, dir / "link.txt");
+    for (const fs::path& output : {input, dir / "sub" / ".." / "in.txt", dir / "link.txt"}) {
+      SCOPED_TRACE(output);
+      const auto r = run_ordo(command + " --input " + quoted(input) + " --output " + quoted(output));
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(line_count(r.err), 1u) << r.err;
+      EXPECT_NE(r.err.find("ordo: --output: " + output.string() + " is the --input file"), std::string::npos) << r.err;
+      EXPECT_EQ(slurp(input), text);
+    }
+    std::ofstream(dir / "out.txt") << "keep me\n";
+    const auto missing = run_ordo(command + " --input " + quoted(dir / "missing.txt") + " --output " + quoted(dir / "out.txt"));
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("missing.txt: cannot open the input file"), std::string::npos) << missing.err;
+    EXPECT_EQ(slurp(dir / "out.txt"), "keep me\n");
+    // A distinct output is still written.
+    const auto fine = run_ordo(command + " --input " + quoted(input) + " --output " + quoted(dir / "out.txt"));
+    EXPECT_EQ(fine.exit_code, 0) << fine.err;
+    EXPECT_EQ(line_count(slurp(dir / "out.txt")), 1u);
+  }
+}
+
+// --repetition-penalty divides or multiplies logits by R: far from 1 it overflows them
+// (1e-40 turned every logit infinite, and the error blamed the weights). Bounded to
+// [0.01, 100] in DecodingOptions::validate, so library users get it too; the ends are
+// accepted.
+TEST(TranslateCli, RepetitionPenaltyIsBounded) {
+  for (const char* bad : {"1e-40", "0.0099", "100.5", "1e30"}) {
+    SCOPED_TRACE(bad);
+    const auto r = run_ordo(std::string("translate --repetition-penalty ") + bad + " 'cats chase dogs'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("ordo: --repetition-penalty: must be in [0.01, 100]"), std::string::npos) << r.err;
+  }
+  for (const char* fine : {"0.01", "1.2", "100"}) {
+    SCOPED_TRACE(fine);
+    const auto r = run_ordo(std::string("translate --repetition-penalty ") + fine + " 'cats chase dogs'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(r.out.empty());
+  }
+}
+
+// A program that writes one line and waits for its answer (`coproc ordo translate`) gets
+// it: a batch closes when the input pauses, so a line is answered without waiting for
+// the next. Before, ordo waited for 32 lines (--batch-size) or the end of input, and
+// both sides hung. Batched generate (--json) reads the same way.
+TEST(TranslateCli, EachLineThroughAPipeIsAnsweredWithoutWaitingForTheNext) {
+  const std::string llama = (weights_dir() / "german-llama").string();
+  struct Case {
+    std::vector<std::string> arguments;
+    std::string line, answer_start;
+  };
+  for (const Case& c : {Case{{"translate"}, "cats chase dogs\n", "Katzen jagen Hunde\n"},
+                        Case{{"translate", "--json"}, "dogs chase cats\n", "{"},
+                        Case{{"generate", "--model", llama, "--json", "--max-length", "3"}, "Die Katze\n", "{"}}) {
+    SCOPED_TRACE(c.arguments.front() + " " + c.arguments.back());
+    Running ordo(c.arguments);
+    for (int round = 0; round < 2; ++round) {
+      ordo.write(c.line);  // and stdin stays open
+      const std::string answer = ordo.read_some(c.answer_start.size(), 20);
+      EXPECT_EQ(answer, c.answer_start) << "round " << round;
+      if (answer != c.answer_start) break;
+      const std::string rest = answer.back() == '\n' ? "" : ordo.read_some(4096, 0.5);  // the rest of the line
+      EXPECT_TRUE(answer.back() == '\n' || rest.ends_with("\n")) << rest;
+    }
+    EXPECT_TRUE(ordo.running());
+    ordo.close_input();
+    EXPECT_EQ(ordo.wait(), 0);
+  }
 }
 
 // Line i samples from stream i (its line number): the output depends on the seed and

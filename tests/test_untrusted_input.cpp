@@ -205,6 +205,50 @@ TEST(UntrustedInput, GenerateStreamsKeepOneLinePerPromptToo) {
   }
 }
 
+// A model whose vocabulary is larger than its tokenizer's (Hugging Face checkpoints pad
+// it) may generate an id the tokenizer cannot spell. That fails its own line, with a
+// message naming the id; the other lines go on (stream mode's rule). Before, translate
+// ended the whole stream on the first such id (0 of 3 lines written). The model: random
+// weights over 400 ids with the shipped 344-piece tokenizer; sampling reaches ids >= 344
+// on some lines (the test checks that some fail and some do not). A streamed generate
+// line has shown its text by then: it ends where the failure came.
+TEST(UntrustedInput, IdsTheTokenizerLacksFailOnlyTheirLine) {
+  const auto dir = testing_support::temp_dir("padded_vocabulary");
+  for (int encoder_layers : {2, 0}) {
+    nlohmann::json config = testing_support::tiny_config();
+    config.update({{"vocab_size", 400}, {"encoder_layers", encoder_layers}, {"bos_token_id", 1}});
+    const auto model = dir / std::to_string(encoder_layers);
+    testing_support::write_random_model(model, config, 3);
+    std::filesystem::copy_file(kWeights / "tokenizer.model", model / "tokenizer.model");
+    const std::string command = encoder_layers > 0 ? "translate" : "generate";
+    const std::string input = "cats chase dogs\nthe dog\nDie Katze\na small cat sees the big dog\n";
+    for (const char* flags : {"", " --json", " --batch-size 1"}) {  // the same draws: line i from (seed, i)
+      SCOPED_TRACE(command + flags);
+      const auto r = run_ordo(command + " --model " + shell_quote(model.string()) + " --max-length 6 --sample --seed 1" + flags, input);
+      EXPECT_EQ(r.exit_code, 1);
+      const auto lines = lines_of(r.out);
+      ASSERT_EQ(lines.size(), 4u) << r.out << r.err;
+      std::size_t failed = 0;
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        const bool failure = contains(r.err, "stdin line " + std::to_string(i + 1) + ": ");
+        failed += failure;
+        if (std::string(flags) == " --json") {
+          EXPECT_EQ(nlohmann::json::parse(lines[i]).contains("error"), failure) << lines[i];
+        } else if (failure && command == "translate") {
+          EXPECT_EQ(lines[i], "");
+        } else if (failure) {  // streamed: the line ends where the failure came
+          EXPECT_TRUE(lines[i].starts_with(lines_of(input)[i])) << lines[i];
+        }
+      }
+      EXPECT_GE(failed, 1u) << "no line reached an id >= 344; the test needs another seed";
+      EXPECT_LT(failed, 4u) << "every line failed; the test needs another seed";
+      EXPECT_TRUE(contains(r.err, "is outside the vocabulary [0, 344)")) << r.err;
+      EXPECT_TRUE(contains(r.err, std::to_string(failed) + " of 4")) << r.err;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------------
 // The input limit
 
@@ -351,6 +395,49 @@ TEST(UntrustedInput, TenMegabyteLinesStayCheap) {
   EXPECT_LT(usage.ru_maxrss, 400 * 1024) << "peak RSS in KB";  // ~45 MB measured
 }
 
+// A line longer than 16 MiB (LineReader::kMaxLineBytes) is an error for its line, and
+// its bytes are skipped as they are read, never held: `--input /dev/zero` used to grow
+// to 2.1 GB before failing. The stream goes on. Oracle for "not held": ordo's own peak
+// RSS (Running: posix_spawn and wait4) stays well below the 128 MiB line's size (about
+// 50 MB: 16 MiB of it held until the limit is seen).
+TEST(UntrustedInput, ALineBeyondTheByteLimitIsSkippedNotHeld) {
+  const auto dir = testing_support::temp_dir("long_line");
+  const auto input = dir / "input.txt";
+  {
+    std::ofstream out(input, std::ios::binary);
+    const std::string block(1 << 20, 'a');
+    out << "cats chase dogs\n";
+    for (int i = 0; i < 128; ++i) out << block;
+    out << "\ndogs chase cats\n";
+  }
+  const std::string llama = (kWeights / "german-llama").string();
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"translate"}, {"generate", "--model", llama, "--max-length", "3"}}) {
+    SCOPED_TRACE(command.front());
+    std::string line;
+    for (const std::string& word : command) line += word + " ";
+    const auto r = run_ordo(line + "--input " + shell_quote(input.string()));
+    EXPECT_EQ(r.exit_code, 1);
+    const auto lines = lines_of(r.out);
+    ASSERT_EQ(lines.size(), 3u) << r.err;
+    EXPECT_EQ(lines[1], "");
+    EXPECT_FALSE(lines[2].empty());
+    EXPECT_TRUE(contains(r.err, "ordo: " + input.string() + " line 2: input line: is longer than 16777216 bytes (16 MiB), "
+                                "ordo's limit for one line"))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, "1 of 3")) << r.err;
+
+    std::vector<std::string> arguments = command;
+    arguments.insert(arguments.end(), {"--input", input.string()});
+    testing_support::Running measured(arguments);
+    measured.close_input();
+    EXPECT_EQ(measured.read_some(1 << 20, 120).size(), r.out.size());
+    EXPECT_EQ(measured.wait(), 1);
+    EXPECT_LT(measured.peak_rss_kb(), 96 * 1024) << "peak RSS in KB";
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------------
 // Numeric flags
 
@@ -416,16 +503,16 @@ TEST(UntrustedInput, EveryCommandsNumericFlagsAreUsageErrors) {
       {"translate --temperature nan --sample x", "--temperature: 'nan' is not a finite number"},
       {"translate --top-p inf x", "--top-p: 'inf' is not a finite number"},
       {"translate --length-penalty 1e999 x", "--length-penalty: '1e999' is out of range"},
-      {"translate --repetition-penalty -1 x", "--repetition-penalty: must be a positive number"},
+      {"translate --repetition-penalty -1 x", "--repetition-penalty: must be in [0.01, 100] (1: off; 1.1 to 1.5 are usual), got -1"},
       {"translate --max-input-tokens x x", "--max-input-tokens: 'x' is not a number"},
       {"generate --max-length 1.5 x", "--max-length: '1.5' is not a whole number"},
-      {"generate --top-k -3 x", "--top-k: must be >= 0"},
+      {"generate --sample --top-k -3 x", "--top-k: must be >= 0"},
       {"score --threads abc --source a --target b", "--threads: 'abc' is not a number"},
       {"score --max-input-tokens 2.5 --source a --target b", "--max-input-tokens: '2.5' is not a whole number"},
       {"eval --data " + data + " --show-errors -3", "--show-errors: Value -3 not in range 0 to 1000000"},
       {"eval --data " + data + " --batch-size abc", "--batch-size: 'abc' is not a number"},
       {"compare a b --no-repeat-ngram-size 1e2", "--no-repeat-ngram-size: '1e2' is not a whole number"},
-      {"inspect --threads 99999999999", "--threads: Value 99999999999 not in range 0 to 1024"},
+      {"translate --threads 99999999999 x", "--threads: Value 99999999999 not in range 0 to 1024"},
       {"bench --batch abc", "--batch: 'abc' is not a number"},
       {"bench --repeats 1e2", "--repeats: '1e2' is not a whole number"},
       {"bench --warmup -1", "--warmup: Value -1 not in range 0 to 1000"},

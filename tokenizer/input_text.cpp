@@ -83,6 +83,33 @@ void check_input_text(std::string_view text) {
   }
 }
 
+std::string escape_control_characters(std::string_view text) {
+  std::string escaped;
+  escaped.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const Character c = decode_at(text, i);
+    if (c.length == 0) {
+      escaped += text[i++];
+      continue;
+    }
+    if (c.code == U'\\') {
+      escaped += "\\\\";
+    } else if (c.code == U'\n') {
+      escaped += "\\n";
+    } else if (c.code == U'\r') {
+      escaped += "\\r";
+    } else if (is_control(c.code)) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned>(c.code));
+      escaped += hex;
+    } else {
+      escaped.append(text.substr(i, c.length));
+    }
+    i += c.length;
+  }
+  return escaped;
+}
+
 bool is_blank(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     const Character c = decode_at(text, i);

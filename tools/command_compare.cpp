@@ -22,6 +22,7 @@
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/viz_output.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -156,12 +157,15 @@ std::string join(const nlohmann::json& tokens) {
   return text;
 }
 
+// A translation as a table cell: a generated control character escaped, so the row stays one line.
+std::string shown(const nlohmann::json& translation) { return escape_control_characters(translation.get<std::string>()); }
+
 void print_table(const std::vector<nlohmann::json>& rows) {
   std::size_t name_w = 5, a_w = 13, b_w = 13;
   for (const auto& r : rows) {
     name_w = std::max(name_w, r["model"].get<std::string>().size());
-    a_w = std::max(a_w, r["a"]["translation"].get<std::string>().size());
-    b_w = std::max(b_w, r["b"]["translation"].get<std::string>().size());
+    a_w = std::max(a_w, shown(r["a"]["translation"]).size());
+    b_w = std::max(b_w, shown(r["b"]["translation"]).size());
   }
   std::string shown_tokens;
   for (const auto& r : rows) {
@@ -181,8 +185,8 @@ void print_table(const std::vector<nlohmann::json>& rows) {
   std::cout << cell("model", name_w) << "  " << cell("translation of A", a_w) << "  "
             << cell("translation of B", b_w) << "  cosine(A,B)  differ\n";
   for (const auto& r : rows) {
-    std::cout << cell(r["model"], name_w) << "  " << cell(r["a"]["translation"], a_w) << "  "
-              << cell(r["b"]["translation"], b_w) << "  " << std::fixed << std::setprecision(6)
+    std::cout << cell(r["model"], name_w) << "  " << cell(shown(r["a"]["translation"]), a_w)
+              << "  " << cell(shown(r["b"]["translation"]), b_w) << "  " << std::fixed << std::setprecision(6)
               << std::setw(11) << r["cosine_similarity"].get<double>() << "  "
               << (r["translations_differ"].get<bool>() ? "yes" : "no") << '\n';
   }
@@ -223,11 +227,13 @@ void setup_compare(CLI::App& app) {
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  command->remove_option(command->get_option("--n-best"));  // compare shows the best translation alone
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
   command->add_option("--plot", options->plot,
                       "Also draw each model's token-by-token cosine similarity of the encoder outputs,\n"
-                      "A's tokens against B's, side by side: FILE.png (or FILE.csv for the numbers)");
+                      "A's tokens against B's, side by side: FILE.png (or FILE.csv for the numbers)")
+      ->type_name("FILE");
   add_common_options(*command, options->common);
   command->callback([options, command] {
     validate_flags(options->translator);

@@ -19,6 +19,7 @@
 #include "tools/common.h"
 #include "tools/metrics.h"
 #include "tools/progress.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -133,7 +134,8 @@ void run_eval(const EvalOptions& options) {
     std::cout << "failed:         " << failures << " (counted as wrong; first: " << first_failure << ")\n";
   for (const auto& w : wrong)
     std::cout << "\n  source:      " << w["source"].get<std::string>() << "\n  reference:   "
-              << w["reference"].get<std::string>() << "\n  translation: " << w["translation"].get<std::string>()
+              << w["reference"].get<std::string>() << "\n  translation: "
+              << escape_control_characters(w["translation"].get<std::string>())
               << '\n';
 }
 
@@ -147,8 +149,12 @@ void setup_eval(CLI::App& app) {
       "report exact-match accuracy, token accuracy (position-wise, over whitespace tokens)\n"
       "and corpus BLEU-4 (as sacreBLEU on already tokenized text). Shows a progress bar on\n"
       "stderr while it translates, when stderr is a terminal.");
-  command->add_option("--data", options->data, "Test set, a TSV file")->required()->check(CLI::ExistingFile);
+  command->add_option("--data", options->data, "Test set, a TSV file")
+      ->required()
+      ->check(CLI::ExistingFile)
+      ->option_text("FILE REQUIRED");
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  command->remove_option(command->get_option("--n-best"));  // eval scores the best translation alone
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")

@@ -70,6 +70,7 @@ class GenerateCommand {
       : options_(options),
         model_(model),
         generator_(std::move(model), with_bos(options)),
+        in_(options.input),
         out_(options.output),
         encoder_decoder_(!model_->transformer().decoder_only()) {}
 
@@ -113,10 +114,11 @@ class GenerateCommand {
       out_.stream() << '\n';
       return false;
     }
-    // A blank stream line was neither read nor continued: its answer is an empty line.
+    // A blank stream line was neither read nor continued: its answer is an empty line. A
+    // generated control character is escaped: one line per prompt, always.
     const bool blank = g.prompt_ids.empty() && g.source_ids.empty() && g.hypotheses.front().ids.empty();
     const auto shown = [&](const TranslatedHypothesis& h) {
-      return blank ? std::string() : text ? g.prompt + h.text : join_ids(h.ids);
+      return blank ? std::string() : text ? escape_control_characters(g.prompt + h.text) : join_ids(h.ids);
     };
     if (decoding.n_best == 1)
       out_.stream() << shown(g.hypotheses.front()) << '\n';
@@ -133,9 +135,10 @@ class GenerateCommand {
     std::cerr << '\n';
   }
 
-  // One prompt, its text printed as it is generated. A prompt that cannot be read (not
-  // UTF-8, too long) prints an empty line: it is checked before anything is printed.
-  bool stream(const std::string& prompt, const std::string& where) {
+  // One prompt, its text printed as it is generated, sampling from stream `index` (its
+  // line number, as a batch would give it). A prompt that cannot be read (not UTF-8, too
+  // long) prints an empty line: it is checked before anything is printed.
+  bool stream(const std::string& prompt, std::size_t index, const std::string& where) {
     std::ostream& out = out_.stream();
     Generation request = generator_.prepare(prompt, options_.source.value_or(""));
     if (!request.ok()) {
@@ -144,9 +147,11 @@ class GenerateCommand {
       return false;
     }
     warn_if_truncated(request, where);
-    out << prompt << std::flush;
+    out << escape_control_characters(prompt) << std::flush;
     try {
-      generator_.generate(std::move(request), [&](std::string_view text) { out << text << std::flush; });
+      generator_.generate(
+          std::move(request), [&](std::string_view text) { out << escape_control_characters(text) << std::flush; },
+          index);
     } catch (const Error& e) {
       out << '\n';
       std::cerr << "ordo: " << where << e.what() << '\n';
@@ -162,7 +167,7 @@ class GenerateCommand {
       return prompts.size() > 1 ? where_prefix + std::to_string(i + 1) + ": " : std::string();
     };
     if (streaming()) {
-      for (std::size_t i = 0; i < prompts.size(); ++i) failures += !stream(prompts[i], where(i));
+      for (std::size_t i = 0; i < prompts.size(); ++i) failures += !stream(prompts[i], i, where(i));
     } else {
       const std::vector<std::string> sources = sources_for(prompts.size());
       const std::vector<Generation> results = generator_.generate_batch(prompts, sources);
@@ -193,7 +198,7 @@ class GenerateCommand {
   // at a time. A blank line is answered with an empty line, without generating: the
   // output stays one line per input line (to generate from nothing, give "" as PROMPT).
   void run_stream() {
-    LineReader in(options_.input);
+    LineReader& in = in_;
     if (in.from_terminal()) std::cerr << "ordo: reading prompts from the terminal, one per line (Ctrl-D ends)\n";
     const std::size_t batch =
         streaming() || in.from_terminal() ? 1 : static_cast<std::size_t>(options_.generator.batch_size);
@@ -203,14 +208,24 @@ class GenerateCommand {
       const std::size_t first = in.lines_read() - pending.size();
       if (streaming()) {
         for (std::size_t i = 0; i < pending.size(); ++i) {
-          if (is_blank(pending[i]))
+          if (!in.problem(i).empty()) {
             out_.stream() << '\n';
-          else
-            failures += !stream(pending[i], in.where(first + i + 1));
+            std::cerr << "ordo: " << in.where(first + i + 1) << in.problem(i) << '\n';
+            ++failures;
+          } else if (is_blank(pending[i])) {
+            out_.stream() << '\n';
+          } else {
+            failures += !stream(pending[i], first + i, in.where(first + i + 1));
+          }
         }
       } else {
         std::vector<Generation> requests;
-        for (const std::string& line : pending) {
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+          const std::string& line = pending[i];
+          if (!in.problem(i).empty()) {
+            requests.emplace_back().error = in.problem(i);
+            continue;
+          }
           if (!is_blank(line)) {
             requests.push_back(generator_.prepare(line, options_.source.value_or("")));
             continue;
@@ -235,6 +250,7 @@ class GenerateCommand {
   const GenerateOptions& options_;
   std::shared_ptr<const Model> model_;
   Generator generator_;
+  LineReader in_;  // opened before out_: a missing --input must not empty an existing --output
   Output out_;
   bool encoder_decoder_;
 };
@@ -265,15 +281,17 @@ void setup_generate(CLI::App& app) {
       ->needs(command->get_option("--prompt-ids"));
   command->add_flag("--no-bos", options->no_bos, "Do not put bos_token_id before a text prompt");
   command->add_option("--input", options->input, "Read prompts from FILE instead of stdin, one per line")
+      ->type_name("FILE")
       ->excludes(command->get_option("prompt"))
       ->excludes(command->get_option("--prompt-ids"));
-  command->add_option("--output", options->output, "Write to FILE instead of stdout");
+  command->add_option("--output", options->output, "Write to FILE instead of stdout")->type_name("FILE");
   add_decoding_options(*command, options->generator.decoding, options->generator.batch_size, "prompt");
   add_input_options(*command, options->generator.max_input_tokens, options->generator.truncate,
                     "a prompt, bos included (and of a --source, eos included)",
                     "a prompt's last tokens (a source's first)");
   add_common_options(*command, options->common);
   command->callback([options] {
+    check_output_is_not_input(options->input, options->output);
     validate_flags(options->generator);
     GenerateCommand(*options, load_model(options->common)).run();
   });

@@ -98,6 +98,7 @@ void setup_inspect(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "inspect", "Show a model's config, parameter count and tensors (name, dtype, shape).");
   add_common_options(*command, options->common);
+  command->remove_option(command->get_option("--threads"));  // inspect computes nothing
   command->callback([options] { run_inspect(*options); });
 }
 

@@ -17,6 +17,7 @@
 #include "tools/common.h"
 #include "tools/line_reader.h"
 #include "tools/progress.h"
+#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -76,7 +77,10 @@ bool print_translation(const Translation& t, std::size_t index, const std::strin
     out << '\n';  // the output stays aligned with the input
     return false;
   }
-  const auto shown = [&](const TranslatedHypothesis& h) { return text ? h.text : join_ids(h.ids); };
+  // A generated control character is escaped: one line per input line, always.
+  const auto shown = [&](const TranslatedHypothesis& h) {
+    return text ? escape_control_characters(h.text) : join_ids(h.ids);
+  };
   if (decoding.n_best == 1)
     out << shown(t.hypotheses.front()) << '\n';
   else
@@ -94,8 +98,7 @@ bool shows_progress(const TranslateOptions& options) {
 
 // Lines from stdin or --input, a batch at a time, each answered in input order before
 // the next batch is read: memory stays bounded however long the input.
-void translate_stream(const Translator& translator, const TranslateOptions& options, Output& out) {
-  LineReader in(options.input);
+void translate_stream(const Translator& translator, const TranslateOptions& options, LineReader& in, Output& out) {
   if (in.from_terminal())  // a person typing: answer every line at once rather than per batch
     std::cerr << "ordo: reading sentences from the terminal, one per line (Ctrl-D ends)\n";
   const std::size_t batch = in.from_terminal() ? 1 : static_cast<std::size_t>(options.translator.batch_size);
@@ -105,7 +108,12 @@ void translate_stream(const Translator& translator, const TranslateOptions& opti
   std::vector<std::string> pending;
   while (in.next_batch(batch, pending)) {
     const std::size_t first = in.lines_read() - pending.size();
-    const std::vector<Translation> results = translator.translate_batch(pending, first);
+    std::vector<Translation> results = translator.translate_batch(pending, first);
+    for (std::size_t i = 0; i < results.size(); ++i)
+      if (!in.problem(i).empty()) {  // a line too long to read: it was translated as an empty one
+        results[i].hypotheses.clear();
+        results[i].error = in.problem(i);
+      }
     std::size_t tokens = 0;
     for (const Translation& t : results) {
       if (!t.ok() || t.truncated) bar.clear();  // its message gets a line of its own
@@ -125,6 +133,10 @@ void translate_stream(const Translator& translator, const TranslateOptions& opti
 }
 
 void run_translate(const TranslateOptions& options) {
+  // Stream mode opens its input first: a missing one must not cost the model's loading,
+  // nor an existing --output, which opening empties.
+  std::optional<LineReader> in;
+  if (!options.source_ids && options.texts.empty()) in.emplace(options.input);
   const auto model = load_model(options.common);
   const Translator translator(model, options.translator);
   Output out(options.output);
@@ -137,7 +149,7 @@ void run_translate(const TranslateOptions& options) {
     out.check_written();
     return;
   }
-  if (options.texts.empty()) return translate_stream(translator, options, out);
+  if (in) return translate_stream(translator, options, *in, out);
 
   std::size_t failures = 0;
   const std::vector<Translation> results = translator.translate_batch(options.texts);
@@ -171,14 +183,16 @@ void setup_translate(CLI::App& app) {
                       "prints the target ids")
       ->excludes(command->get_option("text"));
   command->add_option("--input", options->input, "Read sentences from FILE instead of stdin")
+      ->type_name("FILE")
       ->excludes(command->get_option("text"))
       ->excludes(command->get_option("--source-ids"));
-  command->add_option("--output", options->output, "Write to FILE instead of stdout");
+  command->add_option("--output", options->output, "Write to FILE instead of stdout")->type_name("FILE");
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
   add_common_options(*command, options->common);
   command->callback([options] {
+    check_output_is_not_input(options->input, options->output);
     validate_flags(options->translator);
     run_translate(*options);
   });

@@ -111,8 +111,10 @@ void setup_pe(CLI::App& viz) {
       ->check(CLI::IsMember({"encoder", "decoder"}))
       ->capture_default_str();
   command->add_option("-o,--out", options->out, "Where to write: FILE.png (picture) or FILE.csv (numbers)")
+      ->type_name("FILE")
       ->required();
   add_common_options(*command, options->common);
+  command->remove_option(command->get_option("--threads"));  // a table of positions: nothing to compute in parallel
   command->callback([options, command] { run_pe(*options, *command); });
 }
 

@@ -199,6 +199,7 @@ void setup_viz_attention(CLI::App& viz) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_option("-o,--out", options->out, "Where to write: FILE.png (picture) or FILE.csv (numbers)")
+      ->type_name("FILE")
       ->required();
   add_common_options(*command, options->common);
   command->callback([options] { run_attention(*options); });

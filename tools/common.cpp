@@ -1,6 +1,7 @@
 #include "tools/common.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <iomanip>
@@ -40,6 +41,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("-m,--model", options.model_dir,
                      "Model directory: config.json, model.safetensors, tokenizer.model "
                      "($ORDO_MODEL overrides the default)")
+      ->type_name("DIR")
       ->capture_default_str();
   // Not a number, or not a whole one, is caught for every flag by require_plain_numbers.
   command.add_option("-t,--threads", options.threads, "Threads ordo computes with (0: every core)")
@@ -82,6 +84,15 @@ void add_decoding_options(CLI::App& command, DecodingOptions& d, Index& batch_si
   add("--top-k", "top_k", d.top_k, "Sample among the K most likely tokens (0: all)", sampling);
   add("--top-p", "top_p", d.top_p, "Sample among the likeliest tokens holding P of the mass, 0 < P <= 1", sampling);
   add("--seed", "seed", d.seed, seeded, sampling);
+  // Without --sample a search ignores these: say so rather than decode greedily anyway.
+  // (--seed may stay: it names which draws, not how, and a script may pass it in any mode.)
+  command.parse_complete_callback([&command] {
+    if (given(command, "--sample")) return;
+    for (const char* flag : {"--temperature", "--top-k", "--top-p"})
+      if (given(command, flag))
+        throw CLI::ValidationError(flag, "shapes only sampling, which is off: add --sample (or leave " +
+                                             std::string(flag) + " out)");
+  });
   add("--max-length", "max_length", d.max_length,
       "Most generated tokens, eos included, a prompt excluded (0: 2 x source length + 10 when translating, " +
           std::to_string(kAutomaticGenerationLength) + " when continuing a prompt)",
@@ -133,6 +144,14 @@ bool reader_gone(int fd) {
 void throw_write_failure(const std::string& name) {
   if (name == "stdout" && reader_gone(STDOUT_FILENO)) throw OutputClosed();
   throw Error(name, "writing the output failed", "is the disk full, or the pipe closed?");
+}
+
+void check_output_is_not_input(const std::string& input, const std::string& output) {
+  struct stat in {}, out {};
+  if (input.empty() || output.empty() || ::stat(input.c_str(), &in) != 0 || ::stat(output.c_str(), &out) != 0) return;
+  if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+    throw CLI::ValidationError("--output", output + " is the --input file " + input +
+                                               ": writing it would empty it before it is read; write to another file");
 }
 
 Output::Output(const std::string& path) : name_(path.empty() ? "stdout" : path), stream_(&std::cout) {

@@ -72,6 +72,11 @@ class OutputClosed : public Error {
 // the output failed".
 [[noreturn]] void throw_write_failure(const std::string& name);
 
+// A usage error when --output `output` is the --input file `input` (the same file by
+// any path: same device and inode), which opening the output would empty before a line
+// of it is read. Call before opening either.
+void check_output_is_not_input(const std::string& input, const std::string& output);
+
 // Opens --output FILE, or stdout when `path` is empty; throws Error naming the file.
 // `check_written` throws (throw_write_failure) when an earlier write to it failed: a
 // full disk, a closed pipe.

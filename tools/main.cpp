@@ -42,6 +42,21 @@ std::string usage_error(const CLI::App& app, const CLI::ParseError& error, int a
   return "ordo: " + message + " (see " + help + ")";
 }
 
+// --help and --version write to stdout like any command: a failed write (a full disk)
+// is exit 1 with a line, not success.
+int written(int exit_code) {
+  std::cout.flush();
+  if (std::cout) return exit_code;
+  try {
+    ordo::tools::throw_write_failure("stdout");
+  } catch (const ordo::tools::OutputClosed&) {
+    return 1;  // quiet, as below
+  } catch (const ordo::Error& e) {
+    std::cerr << "ordo: " << e.what() << '\n';
+  }
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,11 +84,11 @@ int main(int argc, char** argv) {
     std::cout.flush();
     if (!std::cout) ordo::tools::throw_write_failure("stdout");
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return written(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return written(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return written(app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::cerr << usage_error(app, e, argc, argv) << '\n';
     return 2;

@@ -28,7 +28,8 @@ struct DecodingOptions {
   // A token that would repeat an n-gram of this size already in the output is
   // impossible. 0: off.
   int no_repeat_ngram_size = 0;
-  // CTRL's penalty on tokens already in the output. 1: off; > 1 discourages repetition.
+  // CTRL's penalty on tokens already in the output. 1: off; > 1 discourages repetition;
+  // in [0.01, 100] (further out, logits overflow).
   double repetition_penalty = 1.0;
   // Draw each token from the model's distribution instead of searching (beam_size 1).
   bool sample = false;
