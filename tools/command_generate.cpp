@@ -16,6 +16,7 @@
 #include "engine/error.h"
 #include "models/generator.h"
 #include "tools/commands.h"
+#include "models/default_model.h"
 #include "tools/common.h"
 #include "tools/line_reader.h"
 #include "tokenizer/input_text.h"
@@ -273,8 +274,13 @@ void setup_generate(CLI::App& app) {
                     "a prompt, bos included (and of a --source, eos included)",
                     "a prompt's last tokens (a source's first)");
   add_common_options(*command, options->common);
-  command->callback([options] {
+  command->get_option("--model")->description(
+      "Model directory or shipped model's name (default: $ORDO_MODEL, else the shipped language model " +
+      std::string(kDefaultLanguageModelName) + ", or with --source the shipped translation model)");
+  command->callback([options, command] {
     validate_flags(options->generator);
+    if (!given(*command, "--model") && !options->source && !options->source_ids)
+      options->common.model_dir = default_language_model_directory().string();
     GenerateCommand(*options, load_model(options->common)).run();
   });
 }

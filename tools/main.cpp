@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   ordo::tools::setup_eval(app);
   ordo::tools::setup_bench(app);
   ordo::tools::setup_viz(app);
+  ordo::tools::setup_models(app);
   ordo::tools::require_plain_numbers(app);
 
   try {
