@@ -15,5 +15,7 @@ void setup_generate(CLI::App& app);
 void setup_bench(CLI::App& app);
 void setup_viz(CLI::App& app);  // viz pe, viz attention
 void setup_models(CLI::App& app);
+void setup_tokenize(CLI::App& app);
+void setup_detokenize(CLI::App& app);
 
 }  // namespace ordo::tools
