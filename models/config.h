@@ -31,6 +31,12 @@ enum class PositionEncoding { Sinusoidal, Learned, Rope, None, Alibi, T5Relative
 
 std::string_view position_encoding_name(PositionEncoding encoding);
 
+// The names config.json accepts, in the order of the one table the config reads (what
+// tests iterate, so a new scheme or layout is covered the day it is added).
+std::vector<std::string_view> position_encoding_names();
+std::vector<std::string_view> sinusoidal_layout_names();
+std::vector<std::string_view> rope_layout_names();
+
 // Which tensor table and which config keys a model directory uses.
 enum class Family { Ordo, Llama };
 
