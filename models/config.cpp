@@ -268,6 +268,7 @@ ModelConfig ModelConfig::parse(std::string_view text, const std::string& source)
 }
 
 nlohmann::json ModelConfig::to_json() const {
+  if (family == Family::Llama) return llama_config_json(*this);  // the family's own keys
   nlohmann::json j = nlohmann::json::object();
   j["model_type"] = model_type;
   j["norm"] = std::string(name_of(kNormKinds, norm_kind));

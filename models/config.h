@@ -101,7 +101,8 @@ struct ModelConfig {
   // The text of a config.json: parsed (nesting bounded) and validated as from_json does.
   static ModelConfig parse(std::string_view text, const std::string& source);
   static ModelConfig load(const std::filesystem::path& path);
-  // Every key, defaults filled in (what `ordo inspect` prints).
+  // Every key, defaults filled in (what `ordo inspect` prints), in the family's own
+  // keys: ordo's below, or a LLaMA config.json's (models/llama_config.h).
   nlohmann::json to_json() const;
 };
 
