@@ -139,7 +139,12 @@ fs::path default_model_directory() {
 
 fs::path default_language_model_directory() {
   if (std::optional<fs::path> chosen = chosen_model()) return *chosen;
-  return shipped_models_directory() / kDefaultLanguageModelName;
+  const fs::path shipped = shipped_models_directory() / kDefaultLanguageModelName;
+  if (!has_config(shipped))
+    throw Error("default language model", "no " + std::string(kDefaultLanguageModelName) + "/config.json in " +
+                                              shipped.parent_path().string() + ", beside the default model",
+                "pass a decoder-only model directory (ordo generate --model DIR) or set $ORDO_MODEL to one");
+  return shipped;
 }
 
 }  // namespace ordo

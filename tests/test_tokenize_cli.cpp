@@ -55,6 +55,14 @@ TEST(TokenizeCli, ATargetIsWhatScoreReads) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], nlohmann::json::array({122, 84, 12, 111, 1}));
 }
 
+TEST(TokenizeCli, AnEncoderDecoderPromptIsWhatGenerateForces) {
+  const CommandResult r = run_ordo("tokenize --json --as prompt 'Katzen jagen'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CommandResult g = run_ordo("generate --json --source 'cats chase dogs' 'Katzen jagen'");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], nlohmann::json::parse(g.out)["prompt_ids"]);
+}
+
 TEST(TokenizeCli, ControlCharactersInPiecesAreEscaped) {
   EXPECT_EQ(tools::escape_control("a\nb\tc\rd\x01\x7f\\▁e"), "a\\nb\\tc\\rd\\x01\\x7f\\\\▁e");
   EXPECT_EQ(tools::escape_control("▁Katzen"), "▁Katzen");

@@ -53,9 +53,10 @@ void run_tokenize(const TokenizeOptions& options) {
     throw CLI::ValidationError("--as", "source: this model is decoder-only and reads no source; use prompt or target");
   const bool bos = !options.no_bos;
   for (const std::string& text : options.texts) {
+    // generate puts bos before a decoder-only model's prompt only (models/generator.cpp).
     const std::vector<int> ids = role == "source"   ? model->tokenize_source(text)
                                  : role == "target" ? model->tokenize_target(text)
-                                                    : model->tokenize_prompt(text, bos);
+                                                    : model->tokenize_prompt(text, bos && decoder_only);
     const std::vector<std::string> pieces =
         role == "source" ? model->source_pieces(ids) : model->target_pieces(ids);
     if (options.common.json) {

@@ -73,4 +73,11 @@ check_output "pkg-config" "$(env -u LD_LIBRARY_PATH "$work/translate_cats_pc")"
 
 # The installed CLI finds the installed model too.
 [[ "$("$prefix/bin/ordo" translate "cats chase dogs")" == "Katzen jagen Hunde" ]] || fail "installed bin/ordo"
+# ... and the other shipped models by name, from any directory (generate's default is
+# the language model), and lists them.
+[[ "$(cd "$work" && "$prefix/bin/ordo" generate --max-length 3 "Die Katze")" == "Die Katze"* ]] ||
+  fail "installed bin/ordo generate (the shipped german-llama)"
+[[ "$(cd "$work" && "$prefix/bin/ordo" translate --model rope "cats chase dogs")" == "Katzen jagen Hunde" ]] ||
+  fail "installed bin/ordo translate --model rope"
+"$prefix/bin/ordo" models | grep -q "^german-llama .* llama .* decoder-only .* rope" || fail "installed bin/ordo models"
 step "passed"
