@@ -52,6 +52,7 @@ RunReport::~RunReport() {
          << "ordo: decode  " << rate(stepped, decode) << " (one decoder step per token; beams count each)\n"
          << "ordo: tokens  in " << in << ", out " << out << "\n"
          << "ordo: total   " << total << " s\n";
+  std::cout.flush();  // the run's last output line first, on a terminal shared with stderr
   std::cerr << report.str() << std::flush;
 }
 
