@@ -1,7 +1,9 @@
 #include "engine/search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <mutex>
 #include <numeric>
 #include <optional>
 
@@ -243,9 +245,14 @@ class BatchSearch {
                  "max_length)");
   }
 
+  // Tokens the decoder has read one step at a time (every live sequence's, every step
+  // after the forced input): what the decode rate counts.
+  Index stepped_tokens() const { return stepped_tokens_; }
+
   std::vector<DecodeResult> run() {
     for (Index step = 0; state_.sequences() > 0; ++step) {
       if (step > 0) {
+        stepped_tokens_ += state_.sequences();
         tokens_.clear();
         for (Index s = 0; s < state_.sequences(); ++s) tokens_.push_back(generated_ids(s, step)[step - 1]);
         model_.decoder.step(state_, tokens_, logits_);
@@ -426,6 +433,7 @@ class BatchSearch {
   std::vector<SequenceRandom> randoms_;  // per request (sampling has one sequence each)
   std::vector<DecodeResult> results_;
   const TokenCallback& on_token_;
+  Index stepped_tokens_ = 0;
   // The workspace's buffers (see DecodeWorkspace::Buffers).
   DecoderState& state_;
   Matrix& logits_;
@@ -511,10 +519,40 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
   if (valid.empty()) return results;
   TokenCallback report;
   if (on_token) report = [&](std::size_t v, int token) { on_token(origin[v], token); };
-  std::vector<DecodeResult> decoded =
-      BatchSearch(model, options, valid, max_lengths, valid_streams, workspace.buffers(), report).run();
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  BatchSearch search(model, options, valid, max_lengths, valid_streams, workspace.buffers(), report);  // prefill
+  const auto prefilled = Clock::now();
+  std::vector<DecodeResult> decoded = search.run();
+  DecodeTotals run;
+  for (const DecodeRequest& r : valid) run.input_tokens += static_cast<Index>(r.source.size() + r.prefix.size());
+  run.prefill_seconds = std::chrono::duration<double>(prefilled - started).count();
+  run.stepped_tokens = search.stepped_tokens();
+  run.decode_seconds = std::chrono::duration<double>(Clock::now() - prefilled).count();
+  for (const DecodeResult& r : decoded)
+    if (r.ok()) run.output_tokens += static_cast<Index>(r.hypotheses.front().ids.size());
+  add_to_decode_totals(run);
   for (std::size_t v = 0; v < valid.size(); ++v) results[origin[v]] = std::move(decoded[v]);
   return results;
+}
+
+namespace {
+std::mutex totals_mutex;
+DecodeTotals totals;
+}  // namespace
+
+void add_to_decode_totals(const DecodeTotals& run) {
+  const std::lock_guard<std::mutex> lock(totals_mutex);
+  totals.input_tokens += run.input_tokens;
+  totals.prefill_seconds += run.prefill_seconds;
+  totals.stepped_tokens += run.stepped_tokens;
+  totals.decode_seconds += run.decode_seconds;
+  totals.output_tokens += run.output_tokens;
+}
+
+DecodeTotals decode_totals() {
+  const std::lock_guard<std::mutex> lock(totals_mutex);
+  return totals;
 }
 
 std::vector<DecodeResult> decode_many(const Transformer& model, std::span<const DecodeRequest> requests,

@@ -107,6 +107,20 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
                                           const DecodingOptions& options, std::span<const std::uint64_t> streams,
                                           DecodeWorkspace& workspace, const TokenCallback& on_token = {});
 
+// What every decode_requests call of this process has done so far, summed (thread-safe):
+// `ordo --verbose` prints it after a run, as llama.cpp prints its timings. Prefill is
+// the encoder plus the forced decoder input (a prompt) read at once; decode is the
+// steps after it, one token per live sequence each.
+struct DecodeTotals {
+  Index input_tokens = 0;      // sources (eos included) and forced decoder inputs (prompts)
+  double prefill_seconds = 0;  // encoding them, and the decoder reading the forced input
+  Index stepped_tokens = 0;    // tokens the decoder read one step at a time (beams count each)
+  double decode_seconds = 0;   // the steps, search included
+  Index output_tokens = 0;     // of each request's best hypothesis
+};
+DecodeTotals decode_totals();
+void add_to_decode_totals(const DecodeTotals& run);
+
 // Decodes many requests, at most `batch_size` at a time, shortest first (similar
 // lengths share a batch, so there is little padding); results in input order. Request i
 // samples from streams[i] (default: i) whichever batch it lands in.

@@ -206,6 +206,17 @@ std::string_view position_encoding_name(PositionEncoding encoding) {
   return name_of(kPositionEncodings, encoding);
 }
 
+template <class E, std::size_t N>
+std::vector<std::string_view> names_of(const EnumName<E> (&table)[N]) {
+  std::vector<std::string_view> names;
+  for (const auto& entry : table) names.push_back(entry.name);
+  return names;
+}
+
+std::vector<std::string_view> position_encoding_names() { return names_of(kPositionEncodings); }
+std::vector<std::string_view> sinusoidal_layout_names() { return names_of(kSinusoidalLayouts); }
+std::vector<std::string_view> rope_layout_names() { return names_of(kRopeLayouts); }
+
 std::string_view family_name(Family family) { return name_of(kFamilies, family); }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string& source) {
@@ -247,6 +258,7 @@ ModelConfig ModelConfig::parse(std::string_view text, const std::string& source)
 }
 
 nlohmann::json ModelConfig::to_json() const {
+  if (family == Family::Llama) return llama_config_json(*this);  // the family's own keys
   nlohmann::json j = nlohmann::json::object();
   j["model_type"] = model_type;
   j["norm"] = std::string(name_of(kNormKinds, norm_kind));

@@ -31,6 +31,12 @@ enum class PositionEncoding { Sinusoidal, Learned, Rope, None, Alibi, T5Relative
 
 std::string_view position_encoding_name(PositionEncoding encoding);
 
+// The names config.json accepts, in the order of the one table the config reads (what
+// tests iterate, so a new scheme or layout is covered the day it is added).
+std::vector<std::string_view> position_encoding_names();
+std::vector<std::string_view> sinusoidal_layout_names();
+std::vector<std::string_view> rope_layout_names();
+
 // Which tensor table and which config keys a model directory uses.
 enum class Family { Ordo, Llama };
 
@@ -95,7 +101,8 @@ struct ModelConfig {
   // The text of a config.json: parsed (nesting bounded) and validated as from_json does.
   static ModelConfig parse(std::string_view text, const std::string& source);
   static ModelConfig load(const std::filesystem::path& path);
-  // Every key, defaults filled in (what `ordo inspect` prints).
+  // Every key, defaults filled in (what `ordo inspect` prints), in the family's own
+  // keys: ordo's below, or a LLaMA config.json's (models/llama_config.h).
   nlohmann::json to_json() const;
 };
 

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <system_error>
@@ -49,25 +50,36 @@ std::vector<fs::path> anchors() {
   return result;
 }
 
+// $ORDO_MODEL when set and not empty: a directory as given, or a shipped model's name.
+std::optional<fs::path> chosen_model() {
+  const char* chosen = std::getenv("ORDO_MODEL");
+  if (chosen == nullptr || *chosen == '\0') return std::nullopt;
+  std::error_code error;
+  if (!fs::is_directory(chosen, error))
+    if (std::optional<fs::path> shipped = shipped_model(chosen)) return shipped;
+  return fs::path(chosen);
+}
+
 }  // namespace
 
-fs::path builtin_model_directory() {
+// The directory holding the shipped models: the first place, in the order
+// builtin_model_directory() documents, that holds the default model.
+fs::path shipped_models_directory() {
   const std::vector<fs::path> from = anchors();
   std::string looked;
   // An installed prefix first: <prefix>/bin/ordo or <prefix>/lib/libordo.so, or
   // Debian's multiarch <prefix>/lib/x86_64-linux-gnu/libordo.so one level deeper.
   for (const auto& directory : from) {
     for (const char* up : {"..", "../.."}) {
-      const fs::path installed = (directory / up / "share" / "ordo" / kDefaultModelName).lexically_normal();
-      if (has_config(installed)) return installed;
-      looked += (looked.empty() ? "" : ", ") + installed.string();
+      const fs::path installed = (directory / up / "share" / "ordo").lexically_normal();
+      if (has_config(installed / kDefaultModelName)) return installed;
+      looked += (looked.empty() ? "" : ", ") + (installed / kDefaultModelName).string();
     }
   }
   // A binary in a build tree: the source tree's weights/ is in an ancestor directory.
   for (const auto& directory : from) {
     for (fs::path up = directory;; up = up.parent_path()) {
-      const fs::path shipped = up / "weights" / kDefaultModelName;
-      if (has_config(shipped)) return shipped;
+      if (has_config(up / "weights" / kDefaultModelName)) return up / "weights";
       if (up == up.parent_path()) break;
     }
     looked += ", weights/" + std::string(kDefaultModelName) + " in " + directory.string() + " and every directory above";
@@ -78,9 +90,61 @@ fs::path builtin_model_directory() {
               "`cmake --install` puts the shipped models in <prefix>/share/ordo");
 }
 
+fs::path builtin_model_directory() { return shipped_models_directory() / kDefaultModelName; }
+
+std::vector<std::string> shipped_model_names() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(shipped_models_directory(), error))
+    if (has_config(entry.path())) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::optional<fs::path> shipped_model(const std::string& name) {
+  fs::path wanted(name);
+  // "weights/NAME" is how the README spells a shipped model from the source root.
+  if (wanted.parent_path() == "weights") wanted = wanted.filename();
+  if (wanted.empty() || wanted.has_parent_path() || wanted == "." || wanted == "..") return std::nullopt;
+  try {
+    const fs::path found = shipped_models_directory() / wanted;
+    if (has_config(found)) return found;
+  } catch (const Error&) {
+    // No shipped models beside this ordo: the name names nothing.
+  }
+  return std::nullopt;
+}
+
+fs::path find_model_directory(const std::string& given) {
+  std::error_code error;
+  if (given.empty() || fs::is_directory(given, error)) return given;
+  if (std::optional<fs::path> found = shipped_model(given)) return *found;
+  std::string names;
+  try {
+    for (const std::string& name : shipped_model_names()) names += (names.empty() ? "" : ", ") + name;
+  } catch (const Error&) {
+  }
+  throw Error(given, "is neither a model directory nor the name of a shipped model",
+              names.empty() ? std::string("no shipped models were found beside ordo; give a directory holding "
+                                          "config.json, model.safetensors and tokenizer.model")
+                            : "shipped models: " + names +
+                                  " (ordo models lists them); or give a directory holding config.json, "
+                                  "model.safetensors and tokenizer.model");
+}
+
 fs::path default_model_directory() {
-  if (const char* chosen = std::getenv("ORDO_MODEL"); chosen != nullptr && *chosen != '\0') return chosen;
+  if (std::optional<fs::path> chosen = chosen_model()) return *chosen;
   return builtin_model_directory();
+}
+
+fs::path default_language_model_directory() {
+  if (std::optional<fs::path> chosen = chosen_model()) return *chosen;
+  const fs::path shipped = shipped_models_directory() / kDefaultLanguageModelName;
+  if (!has_config(shipped))
+    throw Error("default language model", "no " + std::string(kDefaultLanguageModelName) + "/config.json in " +
+                                              shipped.parent_path().string() + ", beside the default model",
+                "pass a decoder-only model directory (ordo generate --model DIR) or set $ORDO_MODEL to one");
+  return shipped;
 }
 
 }  // namespace ordo

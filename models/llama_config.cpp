@@ -109,4 +109,33 @@ ModelConfig llama_config(const nlohmann::json& object, const std::string& source
   return c;
 }
 
+nlohmann::json llama_config_json(const ModelConfig& c) {
+  json j = json::object();
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.d_model;
+  j["intermediate_size"] = c.decoder_ffn_dim;
+  j["num_hidden_layers"] = c.decoder_layers;
+  j["num_attention_heads"] = c.decoder_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.decoder_head_width;
+  j["hidden_act"] = "silu";  // the only one llama_config accepts
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["rms_norm_eps"] = c.layer_norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["attention_bias"] = c.attention_bias;
+  j["mlp_bias"] = c.mlp_bias;
+  j["bos_token_id"] = c.bos_token_id ? json(*c.bos_token_id) : json(nullptr);
+  if (c.other_eos_token_ids.empty()) {
+    j["eos_token_id"] = c.eos_token_id;
+  } else {
+    json ids = json::array({c.eos_token_id});
+    for (const int id : c.other_eos_token_ids) ids.push_back(id);
+    j["eos_token_id"] = ids;
+  }
+  j["pad_token_id"] = c.pad_token_id;
+  return j;
+}
+
 }  // namespace ordo

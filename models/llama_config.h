@@ -25,4 +25,10 @@ namespace ordo {
 // unsupported value.
 ModelConfig llama_config(const nlohmann::json& object, const std::string& source);
 
+// The family's own keys for a config llama_config() read (defaults filled in), as
+// Hugging Face spells them: what `ordo inspect` shows, and what reads back to the same
+// ModelConfig. ordo's internal names (d_model, "swish") and settings the family fixes
+// or does not have (positions, layouts, biases of T5) are left out.
+nlohmann::json llama_config_json(const ModelConfig& config);
+
 }  // namespace ordo

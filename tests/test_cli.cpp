@@ -62,7 +62,8 @@ TEST_F(Cli, UsageErrorsAreOneLineWithAPointerToHelp) {
 
   r = run_ordo("frobnicate");
   expect_one_line_error(r);
-  EXPECT_NE(r.err.find("unknown command 'frobnicate' (commands: translate, generate, score, inspect, compare, eval, bench, viz)"),
+  EXPECT_NE(r.err.find("unknown command 'frobnicate' (commands: translate, generate, score, inspect, compare, eval, "
+                       "bench, viz, models, tokenize, detokenize)"),
             std::string::npos)
       << r.err;
 

@@ -27,11 +27,11 @@ Matrix alone(const Transformer& t, const std::vector<int>& source, const std::ve
 }
 
 TEST(DecoderState, ReorderedSequencesContinueTheirParents) {
-  for (const char* scheme : {"sinusoidal", "learned", "rope", "none"}) {
+  for (const std::string_view scheme : position_encoding_names()) {  // every scheme config.json accepts
     SCOPED_TRACE(scheme);
     const auto dir = testing_support::temp_dir("reorder");
     auto config = tiny_config();
-    config["position_encoding"] = scheme;
+    config["position_encoding"] = std::string(scheme);
     testing_support::write_random_model(dir, config);
     const auto model = Model::load(dir, nullptr);
     const Transformer& t = model->transformer();

@@ -31,7 +31,7 @@ std::vector<std::byte> header_only(const std::string& header) {
 // uint64, but its element count 2^62 x 3 overflows the int64 that element_count()
 // returns (UBSan: signed integer overflow in engine/tensor.cpp). Found by inspection
 // while writing fuzz_safetensors, which reproduced it. Now the header is refused.
-TEST(FuzzRegressions, ElementCountOfOneByteDtypeFitsAnIndex) {
+TEST(FuzzRegressions, OneByteDtypeWhoseElementCountOverflowsAnIndexIsRefused) {
   const std::string header =
       R"({"x":{"dtype":"U8","shape":[4611686018427387904,3,0],"data_offsets":[0,0]}})";
   EXPECT_THAT(error_message([&] { SafetensorsFile::from_bytes(header_only(header), "f.safetensors"); }),

@@ -85,6 +85,26 @@ TEST(Hostile, NanWeightsReachTheLogitsCheck) {
   FeedForwardScratch scratch;
   ffn.forward(x, scratch, y);
   EXPECT_TRUE(std::isnan(y(0, 0)));
+
+  // End to end, through the CLI: every weight finite, so the load-time scan passes, but
+  // in a pre-norm stack with ReLU feed-forwards nothing normalizes the residual stream,
+  // so two fc2 biases of 3e38 on one dimension add up to infinity, the final layer
+  // norm's infinity minus infinity is NaN, and the logits are NaN. The decode must stop
+  // there with the logits check's error, not print argmax(NaN) with exit 0.
+  const auto dir = testing_support::temp_dir("hostile-overflow");
+  auto config = testing_support::tiny_config();
+  config["normalize_before"] = true;
+  config["activation_function"] = "relu";
+  testing_support::write_random_model(dir, config, 3, [](std::vector<NamedTensor>& tensors) {
+    for (NamedTensor& t : tensors)
+      if (t.name == "model.decoder.layers.0.fc2.bias" || t.name == "model.decoder.layers.1.fc2.bias") t.values[0] = 3e38f;
+  });
+  const auto r = run_ordo("translate --model " + shell_quote(dir.string()) + " --source-ids '5 1'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("non-finite logits at step 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the model's weights hold NaN or infinity"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 // Non-finite weights are found at load, naming the tensor and the element.

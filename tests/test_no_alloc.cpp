@@ -106,10 +106,10 @@ std::shared_ptr<const Model> random_model(const nlohmann::json& config) {
 }
 
 TEST(NoAlloc, BatchedBeamStepAndReorderAllocateNothing) {
-  for (const char* scheme : {"sinusoidal", "learned", "rope", "none"}) {
+  for (const std::string_view scheme : position_encoding_names()) {  // every scheme config.json accepts
     SCOPED_TRACE(scheme);
     auto config = testing_support::tiny_config();
-    config["position_encoding"] = scheme;
+    config["position_encoding"] = std::string(scheme);
     EXPECT_EQ(step_allocations(random_model(config)->transformer()), 0);
   }
 }

@@ -51,10 +51,10 @@ nlohmann::json with(nlohmann::json config, const nlohmann::json& changes) {
   return config;
 }
 
-// The four position schemes, each post-norm and pre-norm.
+// Every position scheme config.json accepts (models/config.h), each post-norm and pre-norm.
 std::vector<nlohmann::json> every_scheme_and_norm() {
   std::vector<nlohmann::json> variants;
-  for (const char* scheme : {"sinusoidal", "learned", "rope", "none"})
+  for (const std::string_view scheme : position_encoding_names())
     for (const bool pre_norm : {false, true})
       variants.push_back({{"position_encoding", scheme}, {"normalize_before", pre_norm}});
   return variants;

@@ -263,7 +263,7 @@ TEST_F(Viz, BadRequestsAreClearErrors) {
       {"viz attention 'cats chase dogs' --kind cross --head 4" + png, 2, {"--head", "4 heads"}},
       {"viz attention 'cats chase dogs' --head first" + png, 2, {"--head", "all"}},
       {"viz attention 'cats chase dogs' --kind self" + png, 2, {"--kind", "encoder", "cross"}},
-      {"viz attention 'cats chase dogs' --model " + weights("german-llama") + png, 1, {"decoder-only"}},
+      {"viz attention 'cats chase dogs' --kind cross --model " + weights("german-llama") + png, 2, {"decoder-only", "--kind decoder"}},
       {"viz attention ''" + png, 1, {}},
   };
   for (const auto& c : cases) {

@@ -707,7 +707,11 @@ void setup_bench(CLI::App& app) {
       "Give --model DIR, or --shape for a random model built in memory: base (Marian base,\n"
       "encoder-decoder) or llama (decoder-only, LLaMA layout, 99,496,704 parameters).");
   const auto positive = CLI::Range(Index{1}, Index{1} << 20);
-  auto* model = command->add_option("-m,--model", options->model_dir, "Model directory to measure")->type_name("DIR");
+  auto* model = command
+                    ->add_option("-m,--model", options->model_dir,
+                                 "Model directory to measure, or a shipped model's name")
+                    ->transform(shipped_model_transform())
+                    ->type_name("DIR");
   command
       ->add_option("--shape", options->shape,
                    "A random model of this shape instead of --model: base (Marian base: d 512, 6+6 layers, 8 heads,\n"

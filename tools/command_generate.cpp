@@ -16,8 +16,10 @@
 #include "engine/error.h"
 #include "models/generator.h"
 #include "tools/commands.h"
+#include "models/default_model.h"
 #include "tools/common.h"
 #include "tools/line_reader.h"
+#include "tools/run_report.h"
 #include "tokenizer/input_text.h"
 
 namespace ordo::tools {
@@ -34,6 +36,7 @@ struct GenerateOptions {
   bool no_bos = false;
   std::string input;   // --input FILE instead of stdin
   std::string output;
+  bool verbose = false;  // --verbose: tools/run_report.h
 };
 
 nlohmann::json hypothesis_json(const TranslatedHypothesis& h, bool text, const DecodingOptions& decoding) {
@@ -290,10 +293,17 @@ void setup_generate(CLI::App& app) {
                     "a prompt, bos included (and of a --source, eos included)",
                     "a prompt's last tokens (a source's first)");
   add_common_options(*command, options->common);
-  command->callback([options] {
+  add_verbose_flag(*command, options->verbose);
+  command->get_option("--model")->description(
+      "Model directory or shipped model's name (default: $ORDO_MODEL, else the shipped language model " +
+      std::string(kDefaultLanguageModelName) + ", or with --source the shipped translation model)");
+  command->callback([options, command] {
     check_output_is_not_input(options->input, options->output);
     validate_flags(options->generator);
-    GenerateCommand(*options, load_model(options->common)).run();
+    if (!given(*command, "--model") && !options->source && !options->source_ids)
+      options->common.model_dir = default_language_model_directory().string();
+    const RunReport report(options->verbose);  // printed when the run ends
+    GenerateCommand(*options, report.load(options->common)).run();
   });
 }
 

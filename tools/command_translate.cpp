@@ -15,6 +15,7 @@
 #include "engine/error.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/run_report.h"
 #include "tools/line_reader.h"
 #include "tools/progress.h"
 #include "tokenizer/input_text.h"
@@ -30,6 +31,7 @@ struct TranslateOptions {
   std::optional<std::string> source_ids;  // set, even to "", when --source-ids is given
   std::string input;                      // --input FILE instead of stdin
   std::string output;                     // --output FILE instead of stdout
+  bool verbose = false;                   // --verbose: tools/run_report.h
 };
 
 nlohmann::json hypothesis_json(const TranslatedHypothesis& h, bool text, const DecodingOptions& decoding) {
@@ -137,7 +139,8 @@ void run_translate(const TranslateOptions& options) {
   // nor an existing --output, which opening empties.
   std::optional<LineReader> in;
   if (!options.source_ids && options.texts.empty()) in.emplace(options.input);
-  const auto model = load_model(options.common);
+  const RunReport report(options.verbose);  // printed when the run ends
+  const auto model = report.load(options.common);
   const Translator translator(model, options.translator);
   Output out(options.output);
 
@@ -191,6 +194,7 @@ void setup_translate(CLI::App& app) {
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
   add_common_options(*command, options->common);
+  add_verbose_flag(*command, options->verbose);
   command->callback([options] {
     check_output_is_not_input(options->input, options->output);
     validate_flags(options->translator);

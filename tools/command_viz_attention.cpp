@@ -8,7 +8,8 @@
 // self-attention and cross-attention are those of the greedy translation: ordo
 // translates the text greedily, then feeds the translation back teacher-forced in one
 // pass with the engine's attention observer on (engine/attention_recorder.h), which
-// gives exactly the probabilities the greedy search computed step by step.
+// gives exactly the probabilities the greedy search computed step by step. A
+// decoder-only model has one kind: its prompt's self-attention, in one pass.
 #include <charconv>
 #include <iostream>
 
@@ -28,6 +29,7 @@ struct AttentionOptions {
   Index layer = 0;
   std::string head = "0";
   std::string kind = "encoder";
+  bool kind_given = false;
   std::string out;
   Index max_length = 0;
 };
@@ -65,6 +67,24 @@ struct Axes {
   std::string row_axis, col_axis;
   std::string translation;  // empty for the encoder
 };
+
+// A decoder-only model: the prompt (bos first, as generate reads it) in one pass.
+Axes record_prompt(const Model& model, const std::string& text, AttentionRecorder& recorder) {
+  const Transformer& t = model.transformer();
+  const std::vector<int> prompt = model.tokenize_prompt(text, true);
+  const auto T = static_cast<Index>(prompt.size());
+  DecoderState state;
+  const std::vector<Index> source_of{0}, lengths{T};
+  t.decoder.start(state, source_of, 1, T);
+  state.set_attention_observer(&recorder);
+  Matrix logits;
+  t.decoder.feed(state, prompt, T, lengths, logits);
+  Axes axes;
+  axes.rows = axes.cols = model.target_pieces(prompt);
+  axes.row_axis = "prompt token (query)";
+  axes.col_axis = "prompt token (key)";
+  return axes;
+}
 
 Axes record(const Model& model, AttentionKind kind, const std::vector<int>& source, const AttentionOptions& options,
             AttentionRecorder& recorder) {
@@ -122,10 +142,12 @@ void run_attention(const AttentionOptions& options) {
   viz_format(options.out);
   const auto model = load_model(options.common);
   const ModelConfig& config = model->config();
-  if (!config.has_encoder())
-    throw Error(model->directory().string(), "is a decoder-only model: viz attention draws a translation model's attention",
-                "give --model a translation model (e.g. weights/sinusoidal)");
-  const AttentionKind kind = kind_of(options.kind);
+  // A decoder-only model has one kind: its prompt's self-attention.
+  const bool decoder_only = !config.has_encoder();
+  if (decoder_only && options.kind_given && options.kind != "decoder")
+    throw CLI::ValidationError("--kind", options.kind + ": this model is decoder-only: its only attention is the "
+                                                        "prompt's self-attention, --kind decoder");
+  const AttentionKind kind = decoder_only ? AttentionKind::Decoder : kind_of(options.kind);
   const bool encoder = kind == AttentionKind::Encoder;
   const Index layers = encoder ? config.encoder_layers : config.decoder_layers;
   const Index heads = encoder ? config.encoder_attention_heads : config.decoder_attention_heads;
@@ -135,9 +157,9 @@ void run_attention(const AttentionOptions& options) {
                                               " layers (0.." + std::to_string(layers - 1) + ")");
   const Index head = parse_head(options.head, heads);
 
-  const std::vector<int> source = model->tokenize_source(options.text);
   AttentionRecorder recorder;
-  const Axes axes = record(*model, kind, source, options, recorder);
+  const Axes axes = decoder_only ? record_prompt(*model, options.text, recorder)
+                                 : record(*model, kind, model->tokenize_source(options.text), options, recorder);
 
   std::vector<HeatmapPanel> panels;
   for (Index h = head < 0 ? 0 : head; h < (head < 0 ? heads : head + 1); ++h) {
@@ -150,7 +172,7 @@ void run_attention(const AttentionOptions& options) {
     panel.col_axis = axes.col_axis;
     panels.push_back(std::move(panel));
   }
-  const std::string what = title_of(kind) + ", layer " + std::to_string(options.layer) +
+  const std::string what = (decoder_only ? std::string("prompt self-attention") : title_of(kind)) + ", layer " + std::to_string(options.layer) +
                            (head < 0 ? ", all heads" : ", head " + std::to_string(head));
   HeatmapOptions style;
   style.title = what + " (" + model->directory().filename().string() + ")";
@@ -162,15 +184,15 @@ void run_attention(const AttentionOptions& options) {
   write_picture(options.out, panels, style);
 
   if (options.common.json) {
-    nlohmann::json line{{"out", options.out}, {"kind", options.kind}, {"layer", options.layer},
+    nlohmann::json line{{"out", options.out}, {"kind", decoder_only ? "decoder" : options.kind}, {"layer", options.layer},
                         {"heads", head < 0 ? heads : 1}, {"query_tokens", axes.rows}, {"key_tokens", axes.cols}};
-    if (!encoder) line["translation"] = axes.translation;
+    if (!encoder && !decoder_only) line["translation"] = axes.translation;
     print_json_line(line);
     return;
   }
   std::cout << "wrote " << options.out << ": " << what << ", " << axes.rows.size() << " x " << axes.cols.size()
             << " tokens";
-  if (!encoder) std::cout << " (greedy translation: " << axes.translation << ")";
+  if (!encoder && !decoder_only) std::cout << " (greedy translation: " << axes.translation << ")";
   std::cout << '\n';
 }
 
@@ -186,12 +208,16 @@ void setup_viz_attention(CLI::App& viz) {
       "self-attention and its attention over the source. --out FILE.png draws a heatmap\n"
       "(--head all: a grid of every head); --out FILE.csv writes the numbers, a header line\n"
       "of key tokens, then a row per query token (with all heads, each line starts with\n"
-      "its head).\n"
+      "its head). A decoder-only model (--model german-llama) shows TEXT as a prompt: its\n"
+      "self-attention, bos first, as generate reads it.\n"
       "Example: ordo viz attention \"cats chase dogs\" --layer 1 --head all --out attention.png");
-  command->add_option("text", options->text, "Source sentence")->required();
+  command->add_option("text", options->text, "Source sentence (a decoder-only model: the prompt)")->required();
   command->add_option("--layer", options->layer, "Layer, from 0")->check(CLI::NonNegativeNumber)->capture_default_str();
   command->add_option("--head", options->head, "Head, from 0, or all (a grid)")->capture_default_str();
-  command->add_option("--kind", options->kind, "Which attention: encoder, decoder (self) or cross")
+  command
+      ->add_option("--kind", options->kind,
+                   "Which attention: encoder, decoder (self) or cross; a decoder-only model has only\n"
+                   "decoder, its prompt's self-attention")
       ->check(CLI::IsMember({"encoder", "decoder", "cross"}))
       ->capture_default_str();
   command->add_option("--max-length", options->max_length,
@@ -202,7 +228,10 @@ void setup_viz_attention(CLI::App& viz) {
       ->type_name("FILE")
       ->required();
   add_common_options(*command, options->common);
-  command->callback([options] { run_attention(*options); });
+  command->callback([options, command] {
+    options->kind_given = given(*command, "--kind");
+    run_attention(*options);
+  });
 }
 
 }  // namespace ordo::tools

@@ -14,5 +14,8 @@ void setup_eval(CLI::App& app);
 void setup_generate(CLI::App& app);
 void setup_bench(CLI::App& app);
 void setup_viz(CLI::App& app);  // viz pe, viz attention
+void setup_models(CLI::App& app);
+void setup_tokenize(CLI::App& app);
+void setup_detokenize(CLI::App& app);
 
 }  // namespace ordo::tools

@@ -36,13 +36,25 @@ std::string default_model_dir(bool& found) {
 
 }  // namespace
 
+CLI::Validator shipped_model_transform() {
+  return CLI::Validator(
+      [](std::string& given) {
+        std::error_code error;
+        if (!given.empty() && !std::filesystem::is_directory(given, error))
+          if (std::optional<std::filesystem::path> shipped = shipped_model(given)) given = shipped->string();
+        return std::string();
+      },
+      "DIR or NAME");
+}
+
 void add_common_options(CLI::App& command, CommonOptions& options) {
   options.model_dir = default_model_dir(options.default_found);
   command.add_option("-m,--model", options.model_dir,
-                     "Model directory: config.json, model.safetensors, tokenizer.model "
-                     "($ORDO_MODEL overrides the default)")
-      ->type_name("DIR")
-      ->capture_default_str();
+                     "Model directory: config.json, model.safetensors, tokenizer.model; or a shipped "
+                     "model's name (ordo models lists them) ($ORDO_MODEL overrides the default)")
+      ->capture_default_str()
+      ->transform(shipped_model_transform())
+      ->type_name("DIR");
   // Not a number, or not a whole one, is caught for every flag by require_plain_numbers.
   command.add_option("-t,--threads", options.threads, "Threads ordo computes with (0: every core)")
       ->check(CLI::Range(0, 1024))
@@ -172,7 +184,7 @@ std::shared_ptr<const Model> load_model(const CommonOptions& options,
   // No --model and no default found: the lookup's own error says where it looked (an
   // explicit --model '' is Model::load's "the path is empty").
   if (options.model_dir.empty() && !options.default_found) default_model_directory();
-  return Model::load(options.model_dir, warn);
+  return Model::load(find_model_directory(options.model_dir), warn);
 }
 
 bool uses_builtin_model(const CLI::App& command, const CommonOptions& options) {

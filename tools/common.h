@@ -25,6 +25,11 @@ struct CommonOptions {
   bool json = false;
 };
 
+// --model's lookup: a value that is not a directory but names a shipped model
+// ("german-llama", "weights/german-llama") becomes that model's directory; anything
+// else is left for load_model to report (find_model_directory lists the names).
+CLI::Validator shipped_model_transform();
+
 // Adds --model, --threads, --json to a command.
 void add_common_options(CLI::App& command, CommonOptions& options);
 

@@ -103,6 +103,25 @@ Range colour_range(std::span<const HeatmapPanel> panels, const HeatmapOptions& o
   return range;
 }
 
+}  // namespace
+
+std::string label_text(const std::string& piece) {
+  static constexpr std::string_view kMarker = "\u2581";  // ▁, SentencePiece's word start
+  if (piece == kMarker) return " ";
+  std::string text;
+  for (std::size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, kMarker.size(), kMarker) == 0) {
+      if (i > 0) text += ' ';
+      i += kMarker.size();
+    } else {
+      text += piece[i++];
+    }
+  }
+  return text;
+}
+
+namespace {
+
 // The pixel geometry of one panel.
 struct PanelLayout {
   int plot_w = 0, plot_h = 0;
@@ -114,7 +133,7 @@ struct PanelLayout {
 };
 
 std::string row_label(const HeatmapPanel& p, Index r) {
-  return p.row_labels.empty() ? std::to_string(r) : p.row_labels[static_cast<std::size_t>(r)];
+  return p.row_labels.empty() ? std::to_string(r) : label_text(p.row_labels[static_cast<std::size_t>(r)]);
 }
 // The first column to label: numbered columns are labelled at multiples of the step
 // (-60, -50, ..., 0, ... rather than -63, -53, ...).
@@ -122,7 +141,8 @@ Index first_labelled_col(const HeatmapPanel& p, Index step) {
   return p.col_labels.empty() ? ((-p.first_col_number) % step + step) % step : 0;
 }
 std::string col_label(const HeatmapPanel& p, Index c) {
-  return p.col_labels.empty() ? std::to_string(c + p.first_col_number) : p.col_labels[static_cast<std::size_t>(c)];
+  return p.col_labels.empty() ? std::to_string(c + p.first_col_number)
+                              : label_text(p.col_labels[static_cast<std::size_t>(c)]);
 }
 
 PanelLayout lay_out(const HeatmapPanel& p, int target, const Font& label, const Font& title) {

@@ -45,6 +45,11 @@ struct HeatmapOptions {
   int cell_decimals = -1;
 };
 
+// A token label as a picture shows it: SentencePiece's word-start marker ▁ (U+2581)
+// dropped at the start and a space inside ("▁New▁York" -> "New York"), so it is not
+// drawn as a stray bar; "▁" alone is a space. Other text is kept. (A CSV keeps pieces.)
+std::string label_text(const std::string& piece);
+
 // Draws the panels (at least one, none empty). Labels need a font (font.h); throws
 // Error when there is none, or when a panel's labels do not match its shape.
 Image render_heatmaps(std::span<const HeatmapPanel> panels, const HeatmapOptions& options);

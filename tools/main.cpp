@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   ordo::tools::setup_eval(app);
   ordo::tools::setup_bench(app);
   ordo::tools::setup_viz(app);
+  ordo::tools::setup_models(app);
+  ordo::tools::setup_tokenize(app);
+  ordo::tools::setup_detokenize(app);
   ordo::tools::require_plain_numbers(app);
 
   try {

@@ -7,11 +7,25 @@ Generator::Generator(const Model& model, const GeneratorOptions& options)
     : impl_(std::make_shared<const Impl>(
           Impl{model, options, ordo::Generator(model.impl_->model, detail::to_engine(options))})) {}
 
+namespace {
+// An encoder-decoder model continues the translation of a source: without one there is
+// nothing to continue (the engine would call the blank source "input text: is empty").
+void require_source(const ordo::Model& model, std::string_view source) {
+  if (!model.transformer().decoder_only() && source.empty())
+    throw Error("generate", "this is an encoder-decoder model: it continues the translation of a source, and none "
+                            "was given",
+                "call generate_detailed(prompt, source) with the sentence to translate (the prompt is then the "
+                "start of its translation), or ordo::Translator to translate it whole");
+}
+}  // namespace
+
 std::string Generator::generate(std::string_view prompt, const TextCallback& on_text) const {
+  require_source(impl_->generator.model(), {});
   return impl_->generator.generate(prompt, {}, on_text).best().text;
 }
 
 Generation Generator::generate_detailed(std::string_view prompt, std::string_view source) const {
+  require_source(impl_->generator.model(), source);
   return detail::to_public(impl_->generator.generate(prompt, source));
 }
 

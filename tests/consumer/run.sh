@@ -5,7 +5,8 @@
 #   3. tests/consumer/ configured with find_package(ordo) against that prefix, built
 #      (shared ordo::ordo and static ordo::ordo_static) and run: the shared one finds
 #      the default model by itself in <prefix>/share/ordo (no path, no $ORDO_MODEL);
-#   4. main.cpp built once more with pkg-config (ordo.pc) alone, and run.
+#   4. main.cpp built once more with pkg-config (ordo.pc) alone, no other flag, and run
+#      without $LD_LIBRARY_PATH.
 # Each program must print "Katzen jagen Hunde" for "cats chase dogs".
 #   tests/consumer/run.sh SOURCE_DIR BUILD_DIR CXX
 set -euo pipefail
@@ -63,11 +64,20 @@ check_output "ordo::ordo_static" "$(ORDO_MODEL="$prefix/share/ordo/sinusoidal" "
 
 step "pkg-config"
 flags="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs ordo)"
+# The README's line, nothing more: ordo.pc itself brings -std=c++20 and the rpath that
+# lets the program find libordo.so in a prefix outside the loader's path, so it runs
+# without $LD_LIBRARY_PATH.
 # shellcheck disable=SC2086  # the flags are words
-"$cxx" -std=c++20 -Wall -Wextra -Werror "$source_dir/tests/consumer/main.cpp" $flags \
-  -Wl,-rpath,"$prefix/lib" -o "$work/translate_cats_pc"
-check_output "pkg-config" "$("$work/translate_cats_pc")"
+"$cxx" -Wall -Wextra -Werror "$source_dir/tests/consumer/main.cpp" $flags -o "$work/translate_cats_pc"
+check_output "pkg-config" "$(env -u LD_LIBRARY_PATH "$work/translate_cats_pc")"
 
 # The installed CLI finds the installed model too.
 [[ "$("$prefix/bin/ordo" translate "cats chase dogs")" == "Katzen jagen Hunde" ]] || fail "installed bin/ordo"
+# ... and the other shipped models by name, from any directory (generate's default is
+# the language model), and lists them.
+[[ "$(cd "$work" && "$prefix/bin/ordo" generate --max-length 3 "Die Katze")" == "Die Katze"* ]] ||
+  fail "installed bin/ordo generate (the shipped german-llama)"
+[[ "$(cd "$work" && "$prefix/bin/ordo" translate --model rope "cats chase dogs")" == "Katzen jagen Hunde" ]] ||
+  fail "installed bin/ordo translate --model rope"
+"$prefix/bin/ordo" models | grep -q "^german-llama .* llama .* decoder-only .* rope" || fail "installed bin/ordo models"
 step "passed"

@@ -28,8 +28,9 @@ class ORDO_API Generator {
 
   // The continuation of `prompt` (without the prompt). With beam_size 1, `on_text` (if
   // given) receives it token by token as it is generated. Throws ordo::Error when the
-  // prompt cannot be continued (not printable UTF-8, too long, no tokenizer); an
-  // encoder-decoder model needs generate_detailed's `source`.
+  // prompt cannot be continued (not printable UTF-8, too long, no tokenizer), and on an
+  // encoder-decoder model, which continues a translation: use generate_detailed(prompt,
+  // source).
   std::string generate(std::string_view prompt, const TextCallback& on_text = {}) const;
   // The same with all n_best continuations, ids and scores; for an encoder-decoder
   // model, `prompt` is a forced start of the translation of `source`. Throws
