@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_runner.h"
-#include "tools/display_text.h"
+#include "engine/printable.h"
 
 namespace ordo {
 namespace {
@@ -63,9 +63,9 @@ TEST(TokenizeCli, AnEncoderDecoderPromptIsWhatGenerateForces) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], nlohmann::json::parse(g.out)["prompt_ids"]);
 }
 
-TEST(TokenizeCli, ControlCharactersInPiecesAreEscaped) {
-  EXPECT_EQ(tools::escape_control("a\nb\tc\rd\x01\x7f\\▁e"), "a\\nb\\tc\\rd\\x01\\x7f\\\\▁e");
-  EXPECT_EQ(tools::escape_control("▁Katzen"), "▁Katzen");
+TEST(TokenizeCli, ControlCharactersInPiecesAreEscapedAsEveryTextFromAFile) {
+  EXPECT_EQ(printable("a\nb\tc\rd\x01\x7f\\▁e"), "a\\nb\\tc\\rd\\x01\\x7f\\\\▁e");
+  EXPECT_EQ(printable("▁Katzen"), "▁Katzen");
 }
 
 TEST(DetokenizeCli, IdsBecomeTheTextTranslatePrints) {

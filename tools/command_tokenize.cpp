@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/printable.h"
 #include "tools/commands.h"
 #include "tools/common.h"
-#include "tools/display_text.h"
 
 namespace ordo::tools {
 
@@ -66,7 +66,7 @@ void run_tokenize(const TokenizeOptions& options) {
     std::cout << role_description(role, *model, bos) << ", " << ids.size() << " tokens\n";
     std::string piece_line = "pieces:", id_line = "ids:   ";
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      const std::string piece = escape_control(pieces[i]), id = std::to_string(ids[i]);
+      const std::string piece = printable(pieces[i]), id = std::to_string(ids[i]);
       const std::size_t width = std::max(width_of(piece), id.size());
       piece_line += " " + piece + std::string(width - width_of(piece), ' ');
       id_line += " " + id + std::string(width - id.size(), ' ');
