@@ -24,6 +24,7 @@
 #include "engine/search.h"
 #include "models/model.h"
 #include "tests/cli_runner.h"
+#include "tests/sanitizers.h"
 #include "tests/model_factory.h"
 
 namespace ordo {
@@ -257,9 +258,7 @@ TEST(Hostile, WrongKindsOfFilesSayWhatTheyAre) {
 // `timeout 60` turns a hang into exit 124). Address space is what the sanitizers need
 // most of, so their builds skip this.
 TEST(Hostile, AnAddressSpaceLimitTooTightForOpenBlasIsAnErrorNotAHang) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
-#else
+  if (testing_support::kSanitized) GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
   const auto dir = testing_support::temp_dir("ulimit");
   const std::string err_path = (dir / "err").string(), code_path = (dir / "code").string();
   const std::string command = "ulimit -v 300000; timeout 60 " + shell_quote(ORDO_CLI) +
@@ -274,7 +273,6 @@ TEST(Hostile, AnAddressSpaceLimitTooTightForOpenBlasIsAnErrorNotAHang) {
   EXPECT_EQ(code, 1) << "124 means ordo hung; stderr: " << err.str();
   EXPECT_NE(err.str().find("ulimit -v"), std::string::npos) << err.str();
   std::filesystem::remove_all(dir);
-#endif
 }
 
 
@@ -339,10 +337,11 @@ TEST(Hostile, AHugeT5MaxDistanceIsRefusedOrCostsNothing) {
       << r.err;
   std::filesystem::remove_all(dir);
 
-  // The largest distance the config allows still translates, as cheaply as 128.
+  // The largest distance the config allows still translates, as cheaply as 128 (under
+  // 1.5 GB of address space; the sanitizers' builds cannot take a ulimit -v).
   const auto allowed = shipped_model_with("t5_relative", {{"relative_attention_max_distance", 1 << 24}});
   r = run_ordo_with_timeout("translate --model " + shell_quote(allowed.string()) + " 'cats chase dogs'",
-                            "ulimit -v 1500000; ");
+                            testing_support::kSanitized ? "" : "ulimit -v 1500000; ");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(r.out.empty());
   std::filesystem::remove_all(allowed);
@@ -406,15 +405,12 @@ TEST(Hostile, AFifoInAModelDirectoryIsRefusedNotWaitedFor) {
 // std::thread threw while earlier workers were still joinable: std::terminate, SIGABRT.
 // The pool now stops and joins the workers it started and throws ordo::Error.
 TEST(Hostile, ThreadsThatCannotStartAreAnErrorNotAnAbort) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
-#else
+  if (testing_support::kSanitized) GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
   const auto r = run_ordo_with_timeout("translate --threads 40 'cats chase dogs'", "ulimit -v 300000; ");
   EXPECT_EQ(r.exit_code, 1) << "134 is SIGABRT; stderr: " << r.err;
   EXPECT_EQ(line_count(r.err), 1u) << r.err;
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
-#endif
 }
 
 // `generate --beam 1024 --max-length 4092` asks for 8.7 GB, mostly KV cache, for the 1.4 MB
@@ -423,9 +419,7 @@ TEST(Hostile, ThreadsThatCannotStartAreAnErrorNotAnAbort) {
 // and the flags to lower. Under `ulimit -v 4000000` the bound is that limit, so the test
 // does not depend on the machine's memory.
 TEST(Hostile, ARequestLargerThanMemoryIsRefusedBeforeItAllocates) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
-#else
+  if (testing_support::kSanitized) GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit -v cannot apply";
   const auto r = run_ordo_with_timeout("generate --beam 1024 --max-length 4092 --source 'cats chase dogs'",
                                        "ulimit -v 4000000; ");
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -434,7 +428,6 @@ TEST(Hostile, ARequestLargerThanMemoryIsRefusedBeforeItAllocates) {
   EXPECT_NE(r.err.find("ordo: decoding: needs 8."), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("1 input x beam 1024 x max length 4092"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("lower --beam or --max-length"), std::string::npos) << r.err;
-#endif
   // The library: 64 sources x beam 1024 x 4092 tokens is some 550 GB, more than any
   // machine this runs on has.
   const auto model = Model::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal");
