@@ -3,7 +3,7 @@
 // once per process, at run time, from the CPU and the environment variable ORDO_CPU:
 //   unset, "" or "auto"  the fastest path this CPU supports
 //   "portable"           the portable path on any CPU, so that the path an older CPU
-//                        takes is tested on this one (tools/run_tests.sh runs the
+//                        takes is tested on this one (tools/scripts/run_tests.sh runs the
 //                        kernel and parity tests once so)
 // OpenBLAS, which runs the large products, makes its own choice (OPENBLAS_CORETYPE).
 #pragma once

@@ -24,7 +24,7 @@ inline nlohmann::json read_oracle_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in)
     throw std::runtime_error(path.string() + " is missing: the oracle has not run (ctest runs it as the fixture "
-                             "'oracle'; or run /usr/bin/python3 tools/make_parity_models.py --out " +
+                             "'oracle'; or run /usr/bin/python3 tools/oracle/make_parity_models.py --out " +
                              parity_dir().string() + ")");
   return nlohmann::json::parse(in);
 }

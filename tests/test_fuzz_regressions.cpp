@@ -1,5 +1,5 @@
-// Findings of the fuzz targets (tests/fuzz, tools/fuzz.sh) and of the sanitizer builds
-// (tools/sanitize.sh), each fixed in the library and kept here with the message it now
+// Findings of the fuzz targets (tests/fuzz, tools/scripts/fuzz.sh) and of the sanitizer builds
+// (tools/scripts/sanitize.sh), each fixed in the library and kept here with the message it now
 // gets. The inputs themselves are also in tests/fuzz/corpus/<target>/finding-*, which
 // the fuzz_corpus.* tests replay.
 #include <gmock/gmock.h>

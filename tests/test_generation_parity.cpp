@@ -1,4 +1,4 @@
-// Generation models against the PyTorch oracle (tools/make_parity_models.py, the
+// Generation models against the PyTorch oracle (tools/oracle/make_parity_models.py, the
 // `generation_models` of its index): decoder-only models in ordo's format for every
 // position scheme, post- and pre-norm, with grouped-query attention; and models in
 // Hugging Face's LLaMA layout with grouped-query ratios 1, 2 and 4, tied and untied,

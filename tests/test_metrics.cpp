@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "tools/metrics.h"
+#include "tools/cli/metrics.h"
 
 namespace ordo::tools {
 namespace {

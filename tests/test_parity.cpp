@@ -1,6 +1,6 @@
 // ordo against an independent oracle: PyTorch.
 //
-// tools/make_parity_models.py (run by CTest as the fixture `oracle`, with Debian's
+// tools/oracle/make_parity_models.py (run by CTest as the fixture `oracle`, with Debian's
 // python3-torch) builds random models in ordo's format with torch's own building blocks,
 // for every position scheme x layout x {post-norm, pre-norm} x {F32, F16, BF16} and the
 // config variants, and records per-token log-probabilities, greedy outputs and encoder

@@ -2,7 +2,7 @@
 // and the test reads the screen (capture-pane) and every byte written to it
 // (pipe-pane). A file translated to a file shows a bar that ends on its own line with
 // the totals; a stream typed at the terminal, and any stderr that is not a terminal,
-// show none. Skipped when tmux is missing (tools/install_deps.sh --test installs it).
+// show none. Skipped when tmux is missing (tools/scripts/install_deps.sh --test installs it).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
-#include "tools/progress.h"
+#include "tools/cli/progress.h"
 
 namespace ordo {
 namespace {
@@ -90,7 +90,7 @@ class Terminal {
 class Progress : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!Terminal::available()) GTEST_SKIP() << "tmux is not installed (tools/install_deps.sh --test installs it)";
+    if (!Terminal::available()) GTEST_SKIP() << "tmux is not installed (tools/scripts/install_deps.sh --test installs it)";
   }
   fs::path dir = testing_support::temp_dir("progress");
   std::string ordo = shell_quote(ORDO_CLI);

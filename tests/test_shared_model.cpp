@@ -1,7 +1,7 @@
 // One loaded model shared by many threads, as an embedding application shares it:
 // eight threads call ONE Translator (or ONE Generator) at once with different inputs,
 // and every result is byte-identical to the same call made serially. The compute pool
-// runs two threads, so concurrent calls also meet in it. tools/sanitize.sh runs these
+// runs two threads, so concurrent calls also meet in it. tools/scripts/sanitize.sh runs these
 // tests under ThreadSanitizer, where any data race fails them.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// ordo tokenize and ordo detokenize (tools/command_tokenize.cpp, command_detokenize.cpp):
+// ordo tokenize and ordo detokenize (tools/cli/command_tokenize.cpp, command_detokenize.cpp):
 // the ids shown are the ones translate, generate and score feed the model; ids back to
 // text as those commands print it; a bad id is an error naming it.
 #include <gtest/gtest.h>

@@ -30,7 +30,7 @@
 #include "tests/sanitizers.h"
 #include "tests/model_factory.h"
 #include "tokenizer/input_text.h"
-#include "tools/number_flags.h"
+#include "tools/cli/number_flags.h"
 
 namespace ordo {
 namespace {

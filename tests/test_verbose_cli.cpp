@@ -1,4 +1,4 @@
-// --verbose (tools/run_report.h): after a run, stderr holds load time, tokens in and
+// --verbose (tools/cli/run_report.h): after a run, stderr holds load time, tokens in and
 // out, and prefill and decode rates, with counts that agree with what the run did.
 // Oracle: the ids the same run reports with --json.
 #include <gtest/gtest.h>

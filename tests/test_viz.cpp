@@ -6,7 +6,7 @@
 // PositionalEncoding computes it (div_term = exp(arange(0, d, 2) * -(ln 10000 / d)),
 // pe[:, 0::2] = sin(pos * div_term), pe[:, 1::2] = cos(pos * div_term)), here in double;
 // tolerance 1e-6. The RoPE cos/sin table cos/sin(pos * theta^(-2i/d)), same tolerance.
-// The learned table: the safetensors rows, exactly. tools/test_viz_pe.py runs the
+// The learned table: the safetensors rows, exactly. tools/oracle/test_viz_pe.py runs the
 // PyTorch code itself.
 #include <gtest/gtest.h>
 
@@ -23,8 +23,8 @@
 #include "models/model.h"
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
-#include "tools/heatmap.h"
-#include "tools/png_image.h"
+#include "tools/viz/heatmap.h"
+#include "tools/viz/png_image.h"
 
 namespace ordo {
 namespace {

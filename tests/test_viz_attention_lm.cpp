@@ -12,8 +12,8 @@
 
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
-#include "tools/heatmap.h"
-#include "tools/png_image.h"
+#include "tools/viz/heatmap.h"
+#include "tools/viz/png_image.h"
 
 namespace ordo {
 namespace {

@@ -1,0 +1,105 @@
+// ordo inspect: what a model directory holds: its family and architecture, its config
+// (defaults filled in), the parameter count, and every tensor with dtype, shape and
+// file; tensors the config does not use are marked, never hidden.
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <set>
+
+#include "engine/printable.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/common.h"
+
+namespace ordo::tools {
+
+namespace {
+
+struct InspectOptions {
+  CommonOptions common;
+};
+
+nlohmann::json describe(const Model& model) {
+  const std::set<std::string> unused(model.weights().unused().begin(),
+                                     model.weights().unused().end());
+  nlohmann::json tensors = nlohmann::json::array();
+  const auto& files = model.weights().files();
+  for (const SafetensorsFile& file : files)
+    for (const TensorInfo& info : file.tensors()) {
+      nlohmann::json tensor = {{"name", info.name},
+                               {"dtype", dtype_name(info.dtype)},
+                               {"shape", info.shape},
+                               {"used", !unused.contains(info.name)}};
+      if (files.size() > 1) tensor["file"] = file.path().filename().string();
+      tensors.push_back(std::move(tensor));
+    }
+  nlohmann::json tokenizer = nullptr;
+  if (model.has_tokenizer()) tokenizer = {{"vocab_size", model.tokenizer_vocab_size()}};
+  const ModelConfig& c = model.config();
+  const nlohmann::json architecture = {
+      {"family", std::string(family_name(c.family))},
+      {"kind", c.has_encoder() ? "encoder-decoder" : "decoder-only"},
+      {"attention_heads", c.decoder_attention_heads},
+      {"key_value_heads", c.num_key_value_heads},
+      {"grouped_query_ratio", c.grouped_query_ratio()},
+      {"weight_files", files.size()}};
+  return {{"directory", model.directory().string()},
+          {"architecture", architecture},
+          {"config", c.to_json()},
+          {"parameters", model.weights().parameter_count()},
+          {"tensors", tensors},
+          {"unused_tensors", model.weights().unused()},
+          {"tokenizer", tokenizer}};
+}
+
+void print_table(const nlohmann::json& d) {
+  const auto& a = d["architecture"];
+  std::cout << "model directory: " << d["directory"].get<std::string>() << "\n"
+            << "family: " << a["family"].get<std::string>() << " (" << a["kind"].get<std::string>() << ")\n"
+            << "grouped-query attention: " << a["attention_heads"].get<Index>() << " query heads over "
+            << a["key_value_heads"].get<Index>() << " K/V heads (ratio " << a["grouped_query_ratio"].get<Index>()
+            << ":1)\n"
+            << "weights: " << a["weight_files"].get<std::size_t>() << " file(s)\n\nconfig:\n";
+  for (const auto& [key, value] : d["config"].items())
+    std::cout << "  " << std::left << std::setw(34) << key << value.dump() << '\n';
+  std::cout << "\nparameters: " << d["parameters"].get<Index>() << '\n';
+  if (!d["tokenizer"].is_null())
+    std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<Index>() << " pieces\n";
+  else
+    std::cout << "tokenizer: none (use --source-ids / --target-ids)\n";
+
+  std::size_t width = 4;
+  // Names come from the file: escaped, so that none can forge a line or drive the terminal.
+  for (const auto& t : d["tensors"]) width = std::max(width, printable(t["name"].get<std::string>()).size());
+  std::cout << "\ntensors (" << d["tensors"].size() << "):\n";
+  for (const auto& t : d["tensors"]) {
+    std::string shape;
+    for (const auto& dim : t["shape"]) shape += (shape.empty() ? "" : ", ") + dim.dump();
+    std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << printable(t["name"].get<std::string>())
+              << "  " << std::setw(5) << t["dtype"].get<std::string>() << "  [" << shape << "]"
+              << (t.contains("file") ? "  " + printable(t["file"].get<std::string>()) : "")
+              << (t["used"].get<bool>() ? "" : "  UNUSED by this config") << '\n';
+  }
+}
+
+void run_inspect(const InspectOptions& options) {
+  // Unused tensors are part of the report below, so the load-time warning is not repeated.
+  const auto model = load_model(options.common, nullptr);
+  const nlohmann::json description = describe(*model);
+  if (options.common.json)
+    print_json_line(description);
+  else
+    print_table(description);
+}
+
+}  // namespace
+
+void setup_inspect(CLI::App& app) {
+  auto options = std::make_shared<InspectOptions>();
+  CLI::App* command = app.add_subcommand(
+      "inspect", "Show a model's config, parameter count and tensors (name, dtype, shape).");
+  add_common_options(*command, options->common);
+  command->remove_option(command->get_option("--threads"));  // inspect computes nothing
+  command->callback([options] { run_inspect(*options); });
+}
+
+}  // namespace ordo::tools

@@ -1,0 +1,102 @@
+// ordo tokenize: the ids and pieces a model reads for a text, as it reads them.
+//
+//   ordo tokenize "cats chase dogs"               -> a source: pieces and ids, eos appended
+//   ordo tokenize --model german-llama "Die Katze" -> a prompt: bos first
+//   ordo tokenize --as target --json "Katzen jagen Hunde"
+//
+// The ids are exactly what translate, generate and score feed the model (the same
+// Model::tokenize_* calls), so `--source-ids`/`--prompt-ids` take them as they are.
+#include <algorithm>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/printable.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/common.h"
+
+namespace ordo::tools {
+
+namespace {
+
+struct TokenizeOptions {
+  CommonOptions common;
+  std::vector<std::string> texts;
+  std::string as;  // source, target, prompt; empty: what the model reads first
+  bool no_bos = false;
+};
+
+// Display width of UTF-8 text: its code points (the pieces are letters, not wide CJK).
+std::size_t width_of(const std::string& text) {
+  std::size_t width = 0;
+  for (const char c : text)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++width;
+  return width;
+}
+
+// What each role means, for the header line and --help.
+std::string role_description(const std::string& role, const Model& model, bool bos) {
+  if (role == "source") return "a source, as the encoder reads it (eos appended)";
+  if (role == "target") return "a target, as score reads it (eos appended)";
+  if (model.transformer().decoder_only())
+    return bos && model.config().bos_token_id ? "a prompt, as the decoder reads it (bos first)"
+                                              : "a prompt, as the decoder reads it (no bos)";
+  return "a prompt: the forced start of a translation (no eos)";
+}
+
+void run_tokenize(const TokenizeOptions& options) {
+  const auto model = load_model(options.common, nullptr);
+  const bool decoder_only = model->transformer().decoder_only();
+  const std::string role = !options.as.empty() ? options.as : decoder_only ? "prompt" : "source";
+  if (role == "source" && decoder_only)
+    throw CLI::ValidationError("--as", "source: this model is decoder-only and reads no source; use prompt or target");
+  const bool bos = !options.no_bos;
+  for (const std::string& text : options.texts) {
+    // generate puts bos before a decoder-only model's prompt only (models/generator.cpp).
+    const std::vector<int> ids = role == "source"   ? model->tokenize_source(text)
+                                 : role == "target" ? model->tokenize_target(text)
+                                                    : model->tokenize_prompt(text, bos && decoder_only);
+    const std::vector<std::string> pieces =
+        role == "source" ? model->source_pieces(ids) : model->target_pieces(ids);
+    if (options.common.json) {
+      print_json_line({{"text", text}, {"as", role}, {"ids", ids}, {"pieces", pieces}});
+      continue;
+    }
+    std::cout << role_description(role, *model, bos) << ", " << ids.size() << " tokens\n";
+    std::string piece_line = "pieces:", id_line = "ids:   ";
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::string piece = printable(pieces[i]), id = std::to_string(ids[i]);
+      const std::size_t width = std::max(width_of(piece), id.size());
+      piece_line += " " + piece + std::string(width - width_of(piece), ' ');
+      id_line += " " + id + std::string(width - id.size(), ' ');
+    }
+    while (piece_line.ends_with(' ')) piece_line.pop_back();
+    while (id_line.ends_with(' ')) id_line.pop_back();
+    std::cout << piece_line << '\n' << id_line << '\n';
+  }
+}
+
+}  // namespace
+
+void setup_tokenize(CLI::App& app) {
+  auto options = std::make_shared<TokenizeOptions>();
+  CLI::App* command = app.add_subcommand(
+      "tokenize",
+      "Show the SentencePiece pieces and ids a model reads for TEXT, exactly as translate,\n"
+      "generate and score feed them: by default an encoder-decoder model's source (eos\n"
+      "appended) or a decoder-only model's prompt (bos first). The ids go as they are to\n"
+      "--source-ids / --prompt-ids. Control characters in pieces are shown as \\n, \\t, \\xNN.");
+  command->add_option("text", options->texts, "Text to tokenize (several: one after another)")->required();
+  command
+      ->add_option("--as", options->as,
+                   "Which input the text is: source (encoder; eos appended), target (what score\n"
+                   "compares against; eos appended) or prompt (decoder; bos first on a decoder-only\n"
+                   "model unless --no-bos). Default: source, or prompt for a decoder-only model")
+      ->check(CLI::IsMember({"source", "target", "prompt"}));
+  command->add_flag("--no-bos", options->no_bos, "With --as prompt: no bos_token_id first");
+  add_common_options(*command, options->common);
+  command->callback([options] { run_tokenize(*options); });
+}
+
+}  // namespace ordo::tools

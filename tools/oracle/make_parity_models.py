@@ -1,0 +1,627 @@
+#!/usr/bin/python3
+"""Small random ordo models with PyTorch reference outputs, for the C++ parity tests.
+
+    /usr/bin/python3 tools/oracle/make_parity_models.py --out DIR [--seed 7]
+
+Writes DIR/<name>/{config.json, model.safetensors, reference.json} for every
+position encoding x {post-norm, pre-norm} x {F32, F16, BF16} (42 models), and
+DIR/index.json {"seed": ..., "min_greedy_margin": ..., "models": [names],
+"generation_models": [names]} (see GENERATION MODELS below).
+
+Model names are <positions>-<norm>-<dtype>, positions one of sin (interleaved,
+vaswani), sin-split (split, vaswani), sin-t2t (tensor2tensor frequencies; split layout
+for post-norm, interleaved for pre-norm), learned, rope-half, rope-interleaved, none.
+On top of that each model gets one of six "flavours" (config variants: activations,
+separate/untied vocabularies, layernorm_embedding, position_offset, final_logits_bias,
+scale_embedding, eps, asymmetric encoder/decoder shapes, ...), rotated so that every
+position encoding meets every flavour. See FLAVOURS.
+
+THE ORACLE COMPUTES IN FLOAT64 (ORACLE_DTYPE): the models' weights are exactly what the
+files hold (F32, F16 or BF16 values), and every reference is computed from them in
+float64. PyTorch's float32 kernels depend on the CPU (ATEN_CPU_CAPABILITY) and round
+batched and single computations differently by up to ~5e-5 here; in float64 these
+differences are ~1e-13, so the references are the same on every machine, and what the
+C++ tests measure against them is ordo's own float32 rounding.
+
+reference.json: {"model", "dtype", "min_greedy_margin", "cases": [{"source_ids",
+"target_ids", "token_logprobs", "logprob", "greedy_max_length", "greedy_ids",
+"greedy_margins", "encoder_output"}], "batch": {...}, "beam": [...]}. token_logprobs are
+log_softmax of the float64 logits, teacher-forced with decoder input
+[decoder_start] + target[:-1]. encoder_output values are float64 (17 significant
+digits, exact).
+
+"batch" runs all the cases at once, as one padded batch (sources and decoder inputs
+right-padded with pad_token_id, sources masked): {"sources": [each case's source_ids],
+"targets": [each case's target_ids], "token_logprobs": [per case, OrdoModel.score_batch],
+"greedy_max_length", "greedy_ids": [per case, OrdoModel.greedy_batch]}. The generator
+checks that it equals the cases' one-at-a-time results (ids identical, log-probs within
+BATCH_LOGPROB_TOLERANCE = 1e-10 * max(1, |logprob|)).
+
+"beam" has one entry per case, in case order: {"source_ids", "beam_size": 3,
+"n_best": 3, "length_penalty": 1.0 for even case indices and 0.0 for odd ones,
+"max_length": 10, "min_length": 0, "hypotheses": [{"ids", "score", "normalized_score",
+"finished"}, ...] best first, "min_margin"}, from OrdoModel.beam_search (whose docstring
+defines the search: scores are float64 sums of token log-probs, normalized_score =
+score / len(ids) ** length_penalty, finished is false for a hypothesis cut at
+max_length). min_margin is the smallest gap any of the search's decisions depended on.
+
+Every greedy step's top1 - top2 logit margin is >= min_greedy_margin and every beam
+entry's min_margin is >= MIN_BEAM_MARGIN (1e-3), so greedy and beam ids do not depend
+on float rounding; sources (and if need be the model) are redrawn until that holds.
+References are computed from the model as re-loaded from the files written, with
+weights rounded to the file's dtype.
+
+Deterministic for a given --seed (single-threaded torch).
+
+GENERATION MODELS. index.json also lists "generation_models": [names] (decoder-only;
+"models" lists only the encoder-decoders above), written to the same DIR/<name>/:
+
+- 14 decoder-only ordo models `lm-<positions>-<norm>-<dtype>` (positions and norms as
+  above, encoder_layers 0, dtype rotated: (position index + norm index) % 3 over
+  f32/f16/bf16), each with one of six LM_FLAVOURS ((2 * position index + norm index)
+  % 6): num_key_value_heads < decoder_attention_heads (ratio 2), position_offset
+  (learned-pre has learned + offset 2), separate untied 37-token decoder vocabulary
+  with final_logits_bias (EOS_BOOST added to its eos entry), layernorm_embedding, ...
+  Most leave out encoder_attention_heads/encoder_ffn_dim; flavour 3 keeps them.
+  Written by save_model_dir: config.json + model.safetensors.
+- 6 LLaMA models (ordo_torch.LlamaModel, Hugging Face layout, save_llama_dir):
+
+      llama-kv4-tied-f32                          4 heads / 4 kv, tied
+      llama-kv2-untied-bias-f16-sharded           2 kv, attention_bias, 2 shards
+      llama-kv1-untied-eos2-bf16                  1 kv, eos_token_id [1, 3], pad null,
+                                                  rope_theta 500, rms_norm_eps 1e-5
+      llama-kv2-tied-bias-mlpbias-bf16-sharded    attention_bias + mlp_bias, 3 shards
+      llama-kv2-untied-headdim12-f32-sharded      head_dim 12 != hidden 32 / 4 heads, 2 shards
+      llama-kv1-tied-bias-f16                     3 layers, attention_bias
+
+  kv<N>: num_key_value_heads = N of 4 attention heads (ratios 1, 2, 4). All have
+  vocab 40, hidden 32, bos 2, eos 1 (or [1, 3]); pad 0 unless said (absent in the
+  mlpbias model). A sharded model has model-0000i-of-0000N.safetensors and
+  model.safetensors.index.json instead of model.safetensors.
+
+A generation model's reference.json: {"model", "family": "ordo" | "llama", "dtype",
+"sharded", "min_greedy_margin", "cases": [{"prompt_ids", "continuation_ids",
+"token_logprobs", "greedy_max_length", "greedy_ids", "greedy_margins"}], "batch":
+{"prompts", "sequences", "token_logprobs", "greedy_max_length", "greedy_ids"}, "beam":
+[...]}. Five cases, prompt lengths drawn from PROMPT_LENGTHS (1, 2-4, 5-7, 8-10,
+11-12 tokens; a LLaMA prompt starts with bos_token_id; prompt tokens are never eos or
+pad). The decoder's input is the prompt itself, positions from 0 (+ position_offset).
+token_logprobs = lm_score(prompt_ids + continuation_ids): log p(x[t] | x[:t]) for
+t = 1 .. n - 1 (n - 1 values, the first prompt token is not scored); continuations have
+1-8 tokens, about half ending with an eos. greedy_ids: lm_greedy(prompt_ids,
+greedy_max_length), the generated tokens only, stopping after any eos id (included).
+"batch" = all cases in one right-padded batch: sequences[i] = prompts[i] +
+continuation_ids, token_logprobs[i] = lm_score_batch, greedy_ids[i] = lm_greedy_batch
+(checked against the cases as for the encoder-decoders). "beam" entries are those of
+the encoder-decoders with "prompt_ids" instead of "source_ids", from lm_beam_search:
+the same search with a beam's decoder input = prompt + prefix, eos = any eos id,
+hypothesis ids = the generated tokens only. Margins, redraws and the re-load check as
+above.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ordo_torch import (  # noqa: E402
+    LlamaModel, OrdoModel, load_llama_dir, load_model_dir, round_weights_, save_llama_dir,
+    save_model_dir)
+
+ORACLE_DTYPE = torch.float64  # see THE ORACLE COMPUTES IN FLOAT64 above
+MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
+GREEDY_MAX_LENGTH = 10
+MIN_BEAM_MARGIN = 1e-3    # the C++ side compares beam scores within 1e-4
+BEAM_SIZE = 3
+BEAM_N_BEST = 3
+BEAM_MAX_LENGTH = 10
+# Times max(1, |logprob|). Batched and single differ only in float64 summation order:
+# logits reach ~30, so ~1e-13 relative after a few hundred roundings of 1.1e-16 each;
+# 1e-10 leaves room and still catches any float32 rounding (6e-8) that slipped in.
+BATCH_LOGPROB_TOLERANCE = 1e-10
+SOURCE_DRAWS = 20         # source redraws per case before re-seeding the model
+MODEL_ATTEMPTS = 50
+
+POSITIONS = {  # name -> config
+    "sin": {"position_encoding": "sinusoidal", "sinusoidal_layout": "interleaved"},
+    "sin-split": {"position_encoding": "sinusoidal", "sinusoidal_layout": "split"},
+    "sin-t2t": {"position_encoding": "sinusoidal", "sinusoidal_frequencies": "tensor2tensor"},
+    "learned": {"position_encoding": "learned"},
+    "rope-half": {"position_encoding": "rope", "rope_layout": "half"},
+    "rope-interleaved": {"position_encoding": "rope", "rope_layout": "interleaved"},
+    "none": {"position_encoding": "none"},
+    "alibi": {"position_encoding": "alibi"},
+    # 16 buckets up to distance 20: these short sequences reach the exact buckets, the
+    # logarithmic ones and the last (T5's 32 / 128 are checked by hand in C++).
+    "t5": {"position_encoding": "t5_relative", "relative_attention_num_buckets": 16,
+           "relative_attention_max_distance": 20},
+}
+NORMS = {"post": False, "pre": True}
+DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
+OFFSETS = {"learned": 2, "sinusoidal": 1, "rope": 3, "none": 2, "alibi": 1, "t5_relative": 3}
+
+BASE = {
+    "vocab_size": 40, "d_model": 16, "encoder_layers": 2, "decoder_layers": 2,
+    "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 32, "decoder_ffn_dim": 32, "max_position_embeddings": 32,
+    "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0,
+}
+# Each flavour: config overrides, plus the non-config options "offset" (use the position
+# encoding's OFFSETS value), "final_logits_bias", "rope_theta" (only for rope models).
+FLAVOURS = [
+    {"activation_function": "relu"},
+    {"activation_function": "gelu", "scale_embedding": True, "offset": True},
+    {"activation_function": "swish", "share_encoder_decoder_embeddings": False,
+     "decoder_vocab_size": 37, "tie_word_embeddings": False, "final_logits_bias": True},
+    {"activation_function": "relu", "layernorm_embedding": True, "layer_norm_eps": 1e-6,
+     "d_model": 32, "encoder_attention_heads": 2, "decoder_attention_heads": 4,
+     "encoder_ffn_dim": 48, "decoder_ffn_dim": 24, "encoder_layers": 3, "decoder_layers": 1},
+    {"activation_function": "gelu", "share_encoder_decoder_embeddings": False,
+     "decoder_vocab_size": 37, "offset": True, "layernorm_embedding": True,
+     "decoder_start_token_id": 2, "bos_token_id": 2, "rope_theta": 100.0},
+    {"activation_function": "swish", "tie_word_embeddings": False, "scale_embedding": True,
+     "final_logits_bias": True, "layer_norm_eps": 1e-6, "d_model": 32,
+     "encoder_attention_heads": 4, "decoder_attention_heads": 2, "encoder_ffn_dim": 40,
+     "decoder_ffn_dim": 56},
+]
+
+
+def model_specs():
+    """[(name, config, final_logits_bias, dtype)] in a fixed order."""
+    specs = []
+    for p, (pos_name, pos) in enumerate(POSITIONS.items()):
+        for n, (norm_name, pre) in enumerate(NORMS.items()):
+            for t, (dtype_name, dtype) in enumerate(DTYPES.items()):
+                flavour = dict(FLAVOURS[(p + 3 * n + t) % len(FLAVOURS)])
+                cfg = dict(BASE, **pos, normalize_before=pre)
+                if pos_name == "sin-t2t":
+                    cfg["sinusoidal_layout"] = "split" if norm_name == "post" else "interleaved"
+                if flavour.pop("offset", False):
+                    cfg["position_offset"] = OFFSETS[cfg["position_encoding"]]
+                theta = flavour.pop("rope_theta", None)
+                if theta is not None and cfg["position_encoding"] == "rope":
+                    cfg["rope_theta"] = theta
+                bias = flavour.pop("final_logits_bias", False)
+                cfg.update(flavour)
+                specs.append((f"{pos_name}-{norm_name}-{dtype_name}", cfg, bias, dtype))
+    return specs
+
+
+def _seed_int(*parts) -> int:
+    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")
+
+
+@torch.no_grad()
+def random_weights_(model: OrdoModel, generator: torch.Generator) -> None:
+    """Scales that keep outputs far from degenerate: weights N(0, 0.4), token embeddings
+    N(0, 1) (N(0, 0.5) when scaled by sqrt(d)), learned positions N(0, 0.5), LayerNorm
+    weights 1 + N(0, 0.2), biases N(0, 0.2), final_logits_bias N(0, 0.5)."""
+    emb_std = 0.5 if model.config["scale_embedding"] else 1.0
+    for name, p in model.named_parameters():
+        leaf = name.rsplit(".", 1)[-1]
+        if name == "final_logits_bias":
+            std, mean = 0.5, 0.0
+        elif "embed_positions" in name:
+            std, mean = 0.5, 0.0
+        elif "relative_attention_bias" in name:  # large enough to reorder attention
+            std, mean = 1.0, 0.0
+        elif "embed_tokens" in name or name == "model.shared.weight":
+            std, mean = emb_std, 0.0
+        elif "layer_norm" in name or "layernorm" in name:
+            std, mean = 0.2, (1.0 if leaf == "weight" else 0.0)
+        elif leaf == "bias":
+            std, mean = 0.2, 0.0
+        else:
+            std, mean = 0.4, 0.0
+        p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * std + mean)
+
+
+def draw_source(rng: random.Random, length: int, cfg: dict) -> list:
+    return [rng.randrange(2, cfg["vocab_size"]) for _ in range(length - 1)] + [cfg["eos_token_id"]]
+
+
+def draw_target(rng: random.Random, cfg: dict) -> list:
+    n = rng.randint(1, 8)
+    return [rng.randrange(2, cfg["decoder_vocab_size"]) for _ in range(n - 1)] + [cfg["eos_token_id"]]
+
+
+def beam_options(case_index: int) -> dict:
+    """beam_search's arguments for the case at case_index (length_penalty alternates)."""
+    return {"beam_size": BEAM_SIZE, "n_best": BEAM_N_BEST,
+            "length_penalty": 1.0 if case_index % 2 == 0 else 0.0,
+            "max_length": BEAM_MAX_LENGTH, "min_length": 0}
+
+
+def robust(model: OrdoModel, source: list, case_index: int):
+    """(greedy, beam) results of source if both are far from every rounding tie, else None."""
+    greedy = model.greedy(source, GREEDY_MAX_LENGTH)
+    if min(greedy[1]) < MIN_GREEDY_MARGIN:
+        return None
+    beam = model.beam_search(source, **beam_options(case_index))
+    return (greedy, beam) if beam[1] >= MIN_BEAM_MARGIN else None
+
+
+def build(name, cfg, bias, dtype, seed):
+    """A model (rounded to dtype), its cases' (source, target), with robust greedy and
+    beam search, and their (greedy, beam_search) results. Also returns the model attempt
+    used and the number of sources drawn."""
+    draws = 0
+    for attempt in range(MODEL_ATTEMPTS):
+        torch_gen = torch.Generator().manual_seed(_seed_int(seed, name, attempt) % 2**63)
+        rng = random.Random(f"{seed}/{name}/{attempt}")
+        model = OrdoModel(cfg, final_logits_bias=bias).to(ORACLE_DTYPE).eval()
+        random_weights_(model, torch_gen)
+        round_weights_(model, dtype)
+        full = model.config
+        lengths = [1, rng.randint(3, 7), rng.randint(9, 12)]
+        cases, decided = [], []
+        for index, length in enumerate(lengths):
+            for _ in range(SOURCE_DRAWS if length > 1 else 1):
+                source = draw_source(rng, length, full)
+                draws += 1
+                results = robust(model, source, index)
+                if results is not None:
+                    cases.append((source, draw_target(rng, full)))
+                    decided.append(results)
+                    break
+            else:
+                break  # no robust source at this length: re-seed the model
+        if len(cases) == len(lengths):
+            return model, cases, decided, attempt, draws
+    raise RuntimeError(f"{name}: no model with greedy margins >= {MIN_GREEDY_MARGIN} and beam "
+                       f"margins >= {MIN_BEAM_MARGIN} after {MODEL_ATTEMPTS} attempts")
+
+
+@torch.no_grad()
+def reference(model: OrdoModel, cases, name: str = "", full: bool = True,
+              greedy=None) -> dict:
+    """{"cases", "batch", "beam"} of reference.json (only "cases" unless full); checks
+    that the batch equals the cases one at a time. greedy: the cases' greedy results if
+    already known."""
+    out = []
+    for i, (source, target) in enumerate(cases):
+        logprobs = model.score(source, target)
+        ids, margins = greedy[i] if greedy else model.greedy(source, GREEDY_MAX_LENGTH)
+        enc = model.encode(torch.tensor([source]))[0]
+        out.append({
+            "source_ids": source,
+            "target_ids": target,
+            "token_logprobs": logprobs,
+            "logprob": math.fsum(logprobs),
+            "greedy_max_length": GREEDY_MAX_LENGTH,
+            "greedy_ids": ids,
+            "greedy_margins": margins,
+            "encoder_output": enc.tolist(),
+        })
+    if not full:
+        return {"cases": out}
+    sources = [source for source, _ in cases]
+    targets = [target for _, target in cases]
+    batch_logprobs = model.score_batch(sources, targets)
+    batch_ids, _ = model.greedy_batch(sources, GREEDY_MAX_LENGTH)
+    for i, case in enumerate(out):
+        if batch_ids[i] != case["greedy_ids"]:
+            raise RuntimeError(f"{name}: case {i}: greedy_batch ids {batch_ids[i]} != greedy "
+                               f"ids {case['greedy_ids']}")
+        single = case["token_logprobs"]
+        if len(batch_logprobs[i]) != len(single) or any(
+                abs(a - b) > BATCH_LOGPROB_TOLERANCE * max(1.0, abs(b))
+                for a, b in zip(batch_logprobs[i], single)):
+            raise RuntimeError(f"{name}: case {i}: score_batch {batch_logprobs[i]} != score "
+                               f"{single} (tolerance {BATCH_LOGPROB_TOLERANCE} relative)")
+    batch = {"sources": sources, "targets": targets, "token_logprobs": batch_logprobs,
+             "greedy_max_length": GREEDY_MAX_LENGTH, "greedy_ids": batch_ids}
+    beam = []
+    for i, source in enumerate(sources):
+        options = beam_options(i)
+        hypotheses, min_margin = model.beam_search(source, **options)
+        if not min_margin >= MIN_BEAM_MARGIN:
+            raise RuntimeError(f"{name}: case {i}: beam min_margin {min_margin} < "
+                               f"{MIN_BEAM_MARGIN}")
+        beam.append({"source_ids": source, **options, "hypotheses": hypotheses,
+                     "min_margin": min_margin})
+    return {"cases": out, "batch": batch, "beam": beam}
+
+
+# ----------------------------------------------------------------------------------------
+# Generation models: decoder-only ordo models and LLaMA
+# ----------------------------------------------------------------------------------------
+
+PROMPT_LENGTHS = ((1, 1), (2, 4), (5, 7), (8, 10), (11, 12))  # one case per range
+EOS_BOOST = 2.0  # added to final_logits_bias[eos] of decoder-only ordo models that have one
+
+LM_BASE = {
+    "vocab_size": 40, "d_model": 16, "encoder_layers": 0, "decoder_layers": 2,
+    "decoder_attention_heads": 2, "decoder_ffn_dim": 32, "max_position_embeddings": 32,
+    "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0,
+}
+# As FLAVOURS, for decoder-only models; flavour (2 * position index + norm index) % 6.
+LM_FLAVOURS = [
+    {"activation_function": "relu", "num_key_value_heads": 1},
+    {"activation_function": "gelu", "scale_embedding": True, "offset": True},
+    {"activation_function": "swish", "share_encoder_decoder_embeddings": False,
+     "decoder_vocab_size": 37, "tie_word_embeddings": False, "final_logits_bias": True},
+    {"activation_function": "relu", "layernorm_embedding": True, "layer_norm_eps": 1e-6,
+     "d_model": 32, "decoder_attention_heads": 4, "num_key_value_heads": 2,
+     "decoder_ffn_dim": 48, "decoder_layers": 3,
+     "encoder_attention_heads": 4, "encoder_ffn_dim": 64},  # unused encoder keys, kept
+    {"activation_function": "gelu", "offset": True, "num_key_value_heads": 1,
+     "bos_token_id": 2, "rope_theta": 100.0},
+    {"activation_function": "swish", "tie_word_embeddings": False, "scale_embedding": True,
+     "d_model": 32, "decoder_attention_heads": 4, "decoder_ffn_dim": 40},
+]
+
+LLAMA_BASE = {
+    "model_type": "llama", "vocab_size": 40, "hidden_size": 32, "intermediate_size": 48,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 64,
+    "rms_norm_eps": 1e-6, "bos_token_id": 2, "eos_token_id": 1,
+}
+# name -> (config overrides, dtype, shards). kv<N>: N = num_key_value_heads of 4 heads.
+LLAMA_MODELS = {
+    "llama-kv4-tied-f32": ({"num_key_value_heads": 4, "tie_word_embeddings": True,
+                            "pad_token_id": 0}, "F32", 1),
+    "llama-kv2-untied-bias-f16-sharded": ({"num_key_value_heads": 2, "attention_bias": True,
+                                           "pad_token_id": 0}, "F16", 2),
+    "llama-kv1-untied-eos2-bf16": ({"num_key_value_heads": 1, "eos_token_id": [1, 3],
+                                    "pad_token_id": None, "rope_theta": 500.0,
+                                    "rms_norm_eps": 1e-5}, "BF16", 1),
+    "llama-kv2-tied-bias-mlpbias-bf16-sharded": ({"num_key_value_heads": 2,
+                                                  "tie_word_embeddings": True,
+                                                  "attention_bias": True, "mlp_bias": True},
+                                                 "BF16", 3),
+    "llama-kv2-untied-headdim12-f32-sharded": ({"num_key_value_heads": 2, "head_dim": 12,
+                                                "intermediate_size": 56, "pad_token_id": 0},
+                                               "F32", 2),
+    "llama-kv1-tied-bias-f16": ({"num_key_value_heads": 1, "tie_word_embeddings": True,
+                                 "attention_bias": True, "num_hidden_layers": 3,
+                                 "pad_token_id": 0}, "F16", 1),
+}
+
+
+def generation_specs():
+    """[(name, family, config, options)] in a fixed order; options: dtype, shards,
+    final_logits_bias."""
+    specs = []
+    dtypes = list(DTYPES.items())
+    for p, (pos_name, pos) in enumerate(POSITIONS.items()):
+        for n, (norm_name, pre) in enumerate(NORMS.items()):
+            dtype_name, dtype = dtypes[(p + n) % len(dtypes)]
+            flavour = dict(LM_FLAVOURS[(2 * p + n) % len(LM_FLAVOURS)])
+            cfg = dict(LM_BASE, **pos, normalize_before=pre)
+            if pos_name == "sin-t2t":
+                cfg["sinusoidal_layout"] = "split" if norm_name == "post" else "interleaved"
+            if flavour.pop("offset", False):
+                cfg["position_offset"] = OFFSETS[cfg["position_encoding"]]
+            theta = flavour.pop("rope_theta", None)
+            if theta is not None and cfg["position_encoding"] == "rope":
+                cfg["rope_theta"] = theta
+            bias = flavour.pop("final_logits_bias", False)
+            cfg.update(flavour)
+            specs.append((f"lm-{pos_name}-{norm_name}-{dtype_name}", "ordo", cfg,
+                          {"dtype": dtype, "shards": 1, "final_logits_bias": bias}))
+    for name, (overrides, dtype, shards) in LLAMA_MODELS.items():
+        specs.append((name, "llama", dict(LLAMA_BASE, **overrides),
+                      {"dtype": dtype, "shards": shards, "final_logits_bias": False}))
+    return specs
+
+
+@torch.no_grad()
+def random_llama_weights_(model: LlamaModel, generator: torch.Generator) -> None:
+    """Token embeddings N(0, 1), RMSNorm weights 1 + N(0, 0.2), biases N(0, 0.2), other
+    weights N(0, 0.3)."""
+    for name, p in model.named_parameters():
+        if name == "model.embed_tokens.weight":
+            std, mean = 1.0, 0.0
+        elif name.endswith("norm.weight"):
+            std, mean = 0.2, 1.0
+        elif name.endswith(".bias"):
+            std, mean = 0.2, 0.0
+        else:
+            std, mean = 0.3, 0.0
+        p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * std + mean)
+
+
+def _eos_ids(family: str, cfg: dict) -> list:
+    eos = cfg["eos_token_id"]
+    return list(eos) if isinstance(eos, list) else [eos]
+
+
+def _token_range(family: str, cfg: dict) -> int:
+    return cfg["vocab_size"] if family == "llama" else cfg["decoder_vocab_size"]
+
+
+def draw_prompt(rng: random.Random, length: int, family: str, cfg: dict) -> list:
+    """LLaMA: [bos] + tokens; ordo: tokens. Tokens are in [2, V), never an eos."""
+    eos = _eos_ids(family, cfg)
+    V = _token_range(family, cfg)
+    pool = [t for t in range(2, V) if t not in eos]
+    head = [cfg["bos_token_id"]] if family == "llama" else []
+    return head + [rng.choice(pool) for _ in range(length - len(head))]
+
+
+def draw_continuation(rng: random.Random, family: str, cfg: dict) -> list:
+    """1 to 8 tokens; every other one ends with an eos."""
+    eos = _eos_ids(family, cfg)
+    V = _token_range(family, cfg)
+    pool = [t for t in range(2, V) if t not in eos]
+    ids = [rng.choice(pool) for _ in range(rng.randint(1, 8))]
+    if rng.random() < 0.5:
+        ids[-1] = rng.choice(eos)
+    return ids
+
+
+def make_generation_model(family: str, cfg: dict, options: dict, generator: torch.Generator):
+    if family == "llama":
+        model = LlamaModel(cfg).to(ORACLE_DTYPE).eval()
+        random_llama_weights_(model, generator)
+    else:
+        model = OrdoModel(cfg, final_logits_bias=options["final_logits_bias"])
+        model = model.to(ORACLE_DTYPE).eval()
+        random_weights_(model, generator)
+        if options["final_logits_bias"]:
+            with torch.no_grad():  # eos now and then: sequences of a batch stop apart
+                model.final_logits_bias[0, model.config["eos_token_id"]] += EOS_BOOST
+    return round_weights_(model, options["dtype"])
+
+
+def robust_lm(model, prompt: list, case_index: int):
+    """(greedy, beam) of a prompt if both are far from every rounding tie, else None."""
+    greedy = model.lm_greedy(prompt, GREEDY_MAX_LENGTH)
+    if min(greedy[1]) < MIN_GREEDY_MARGIN:
+        return None
+    beam = model.lm_beam_search(prompt, **beam_options(case_index))
+    return (greedy, beam) if beam[1] >= MIN_BEAM_MARGIN else None
+
+
+def build_generation(name, family, cfg, options, seed):
+    """As `build`, for a generation model: (model, [(prompt, continuation)], decided,
+    attempt, draws), one case per PROMPT_LENGTHS range."""
+    draws = 0
+    for attempt in range(MODEL_ATTEMPTS):
+        torch_gen = torch.Generator().manual_seed(_seed_int(seed, name, attempt) % 2**63)
+        rng = random.Random(f"{seed}/{name}/{attempt}")
+        model = make_generation_model(family, cfg, options, torch_gen)
+        full = model.config
+        lengths = [rng.randint(lo, hi) for lo, hi in PROMPT_LENGTHS]
+        cases, decided = [], []
+        for index, length in enumerate(lengths):
+            for _ in range(SOURCE_DRAWS):
+                prompt = draw_prompt(rng, length, family, full)
+                draws += 1
+                results = robust_lm(model, prompt, index)
+                if results is not None:
+                    cases.append((prompt, draw_continuation(rng, family, full)))
+                    decided.append(results)
+                    break
+            else:
+                break  # no robust prompt of this length: re-seed the model
+        if len(cases) == len(lengths):
+            return model, cases, decided, attempt, draws
+    raise RuntimeError(f"{name}: no model with greedy margins >= {MIN_GREEDY_MARGIN} and beam "
+                       f"margins >= {MIN_BEAM_MARGIN} after {MODEL_ATTEMPTS} attempts")
+
+
+@torch.no_grad()
+def generation_reference(model, cases, name: str = "", full: bool = True,
+                         greedy=None) -> dict:
+    """{"cases", "batch", "beam"} of a generation model's reference.json (only "cases"
+    unless full); checks that the batch equals the cases one at a time."""
+    out = []
+    for i, (prompt, continuation) in enumerate(cases):
+        ids, margins = greedy[i] if greedy else model.lm_greedy(prompt, GREEDY_MAX_LENGTH)
+        out.append({
+            "prompt_ids": prompt,
+            "continuation_ids": continuation,
+            "token_logprobs": model.lm_score(prompt + continuation),
+            "greedy_max_length": GREEDY_MAX_LENGTH,
+            "greedy_ids": ids,
+            "greedy_margins": margins,
+        })
+    if not full:
+        return {"cases": out}
+    prompts = [prompt for prompt, _ in cases]
+    sequences = [prompt + continuation for prompt, continuation in cases]
+    batch_logprobs = model.lm_score_batch(sequences)
+    batch_ids, _ = model.lm_greedy_batch(prompts, GREEDY_MAX_LENGTH)
+    for i, case in enumerate(out):
+        if batch_ids[i] != case["greedy_ids"]:
+            raise RuntimeError(f"{name}: case {i}: lm_greedy_batch ids {batch_ids[i]} != "
+                               f"lm_greedy ids {case['greedy_ids']}")
+        single = case["token_logprobs"]
+        if len(batch_logprobs[i]) != len(single) or any(
+                abs(a - b) > BATCH_LOGPROB_TOLERANCE * max(1.0, abs(b))
+                for a, b in zip(batch_logprobs[i], single)):
+            raise RuntimeError(f"{name}: case {i}: lm_score_batch {batch_logprobs[i]} != "
+                               f"lm_score {single} (tolerance {BATCH_LOGPROB_TOLERANCE} relative)")
+    batch = {"prompts": prompts, "sequences": sequences, "token_logprobs": batch_logprobs,
+             "greedy_max_length": GREEDY_MAX_LENGTH, "greedy_ids": batch_ids}
+    beam = []
+    for i, prompt in enumerate(prompts):
+        options = beam_options(i)
+        hypotheses, min_margin = model.lm_beam_search(prompt, **options)
+        if not min_margin >= MIN_BEAM_MARGIN:
+            raise RuntimeError(f"{name}: case {i}: beam min_margin {min_margin} < "
+                               f"{MIN_BEAM_MARGIN}")
+        beam.append({"prompt_ids": prompt, **options, "hypotheses": hypotheses,
+                     "min_margin": min_margin})
+    return {"cases": out, "batch": batch, "beam": beam}
+
+
+def write_generation_model(out: Path, name, family, cfg, options, seed) -> list:
+    """Builds, writes and checks one generation model; returns its beam min_margins."""
+    model, cases, decided, attempt, draws = build_generation(name, family, cfg, options, seed)
+    model_dir = out / name
+    if family == "llama":
+        save_llama_dir(model, model_dir, dtype=options["dtype"], shards=options["shards"])
+        loaded = load_llama_dir(model_dir, ORACLE_DTYPE)
+    else:
+        save_model_dir(model, model_dir, dtype=options["dtype"])
+        loaded = load_model_dir(model_dir, ORACLE_DTYPE)
+    before = generation_reference(model, cases, name, full=False,
+                                  greedy=[g for g, _ in decided])
+    after = generation_reference(loaded, cases, name)
+    beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+    if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
+        raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
+    doc = {"model": name, "family": family, "dtype": options["dtype"],
+           "sharded": options["shards"] > 1, "min_greedy_margin": MIN_GREEDY_MARGIN,
+           "cases": after["cases"], "batch": after["batch"], "beam": after["beam"]}
+    (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False) + "\n")
+    note = f" (attempt {attempt})" if attempt else ""
+    print(f"{name}: {len(cases)} cases, {draws} prompts drawn{note}", flush=True)
+    return [entry["min_margin"] for entry in after["beam"]]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+    start = time.time()
+    args.out.mkdir(parents=True, exist_ok=True)
+    names = []
+    beam_margins = []
+    for name, cfg, bias, dtype in model_specs():
+        model, cases, decided, attempt, draws = build(name, cfg, bias, dtype, args.seed)
+        model_dir = args.out / name
+        save_model_dir(model, model_dir, dtype=dtype)
+        before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
+        loaded = load_model_dir(model_dir, ORACLE_DTYPE)
+        after = reference(loaded, cases, name)
+        beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+        if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
+            raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
+        doc = {"model": name, "dtype": dtype, "min_greedy_margin": MIN_GREEDY_MARGIN,
+               "cases": after["cases"], "batch": after["batch"], "beam": after["beam"]}
+        (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False) + "\n")
+        names.append(name)
+        beam_margins.extend(entry["min_margin"] for entry in after["beam"])
+        note = f" (attempt {attempt})" if attempt else ""
+        print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
+    generation_names = []
+    for name, family, cfg, options in generation_specs():
+        beam_margins.extend(write_generation_model(args.out, name, family, cfg, options,
+                                                   args.seed))
+        generation_names.append(name)
+    index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names,
+             "generation_models": generation_names}
+    (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
+    print(f"{len(names)} + {len(generation_names)} models in {args.out} "
+          f"({time.time() - start:.1f} s); beam min_margin min {min(beam_margins):.3g}, "
+          f"median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
