@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Self-checks of the PyTorch oracle (tools/oracle/ordo_torch.py) and the parity-model generator.
+"""Self-checks of the PyTorch oracle (tools/oracle/ordo_torch/) and the parity-model generator.
 
     /usr/bin/python3 tools/oracle/test_ordo_torch.py [-v]
 """
