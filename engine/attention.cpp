@@ -8,6 +8,7 @@
 
 #include "engine/blas.h"
 #include "engine/error.h"
+#include "engine/thread_pool.h"
 
 namespace ordo {
 
@@ -32,10 +33,10 @@ void apply_causal_mask(Index first_query_step, MatrixRef scores) {
 template <class Attend>
 void for_each_sequence(const BatchRows& rows, Index keys_per_sequence, Index width, AttentionScratch& scratch,
                        const Attend& attend) {
-  const auto parts = static_cast<std::size_t>(blas::max_parts());
+  const auto parts = static_cast<std::size_t>(threads::count());
   if (scratch.scores.size() < parts) scratch.scores.resize(parts);  // only when the threads change
   const Index work = std::max<Index>(1, rows.rows_per_sequence * keys_per_sequence * width * 2);
-  blas::parallel_for(rows.sequences(), work, [&](Index first, Index count, int part) {
+  threads::parallel_for(rows.sequences(), work, [&](Index first, Index count, int part) {
     Matrix& scores = scratch.scores[static_cast<std::size_t>(part)];
     for (Index s = first; s < first + count; ++s) attend(s, scores);
   });
@@ -44,7 +45,7 @@ void for_each_sequence(const BatchRows& rows, Index keys_per_sequence, Index wid
 }  // namespace
 
 void AttentionScratch::reserve_scores(Index elements) {
-  scores.resize(std::max<std::size_t>(scores.size(), static_cast<std::size_t>(blas::max_parts())));
+  scores.resize(std::max<std::size_t>(scores.size(), static_cast<std::size_t>(threads::count())));
   for (Matrix& m : scores) m.reserve(elements);
 }
 

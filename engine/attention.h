@@ -31,6 +31,7 @@
 #include "engine/ops.h"
 #include "engine/positions.h"
 #include "engine/tensor.h"
+#include "ordo/results.hpp"
 
 namespace ordo {
 
@@ -40,18 +41,11 @@ struct AttentionMask {
   Index first_query_step = 0;
 };
 
-// Which attention of the stack a call is.
-enum class AttentionKind {
-  Encoder,  // the encoder's bidirectional self-attention
-  Decoder,  // the decoder's causal self-attention
-  Cross,    // the decoder's attention over the encoder output
-};
-
 // One head's attention probabilities for one sequence, as the softmax left them (after
 // score bias and mask): row i is the query at step first_query_step + i, column j the
 // key at step j (cross-attention: source token j). Rows sum to 1.
 struct AttentionProbabilities {
-  AttentionKind kind;
+  AttentionKind kind;            // which attention of the stack (ordo/results.hpp, as results are labelled)
   Index layer;                   // 0-based, within the encoder or the decoder stack
   Index sequence;                // the sequence within the call's batch (decoder: live sequence)
   Index head;

@@ -22,6 +22,13 @@ void check_batch_rows(const char* where, const BatchRows& rows, Index matrix_row
                              std::to_string(rows.rows_per_sequence));
 }
 
+void check_batch_size(Index batch_size) {
+  if (batch_size < 1) throw OptionError("batch_size", "must be at least 1, got " + std::to_string(batch_size));
+  if (batch_size > kMaxBatchSize)
+    throw OptionError("batch_size", "must be at most " + std::to_string(kMaxBatchSize) + ", got " +
+                                        std::to_string(batch_size));
+}
+
 void check_sequence_length(const char* where, const char* what, Index length, const char* hint) {
   if (length > kMaxSequenceLength)
     throw Error(where, std::string(what) + " of " + std::to_string(length) +

@@ -33,12 +33,6 @@ constexpr Index kParallelFlops = Index{1} << 21;
 // sizes, where the packing is shared by hundreds of rows.
 constexpr Index kSmallRows = 64;
 
-std::mutex pool_mutex;
-std::shared_ptr<ThreadPool>& pool_slot() {
-  static std::shared_ptr<ThreadPool> pool;
-  return pool;
-}
-
 // OpenBLAS (0.3.21, Debian 12's) allocates a 128 MB work buffer for each thread that runs
 // a product and, when that fails, retries forever (OpenBLAS issue #5289, fixed in 0.3.30):
 // under a tight address-space limit (ulimit -v) ordo hung in its first product. So check
@@ -57,51 +51,16 @@ void check_room_for_openblas(int threads) {
   ::munmap(probe, bytes);
 }
 
-// ordo runs every thread it uses: OpenBLAS is kept single-threaded, and a product is
-// split across the pool instead. Two thread pools on the same cores (OpenBLAS's idle
-// workers spin for a long while after each GEMM) slowed a 2-thread decode step 2-3x.
-std::shared_ptr<ThreadPool> make_pool(int threads) {
-  openblas_set_num_threads(1);
-  return std::make_shared<ThreadPool>(threads);
-}
-
-std::shared_ptr<ThreadPool> pool() {
-  const std::lock_guard lock(pool_mutex);
-  auto& slot = pool_slot();
-  if (!slot) slot = make_pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  return slot;
-}
-
-// Splits [0, count) into the pool's parts, in multiples of `unit`, and runs
-// task(first, count, part) on each non-empty part.
-template <class Task>
-void split(ThreadPool& workers, Index count, Index unit, const Task& task) {
-  const Index parts = workers.threads();
-  const Index per_part = (count / parts + unit - 1) / unit * unit;
-  workers.run([&](int part) {
-    const Index first = std::min(count, part * per_part);
-    const Index last = part + 1 == parts ? count : std::min(count, first + per_part);
-    if (last > first) task(first, last - first, part);
-  });
-}
-
-// The pool when a product of `work` units is worth splitting, else null.
-std::shared_ptr<ThreadPool> workers_for(Index work, Index threshold) {
-  if (work < threshold) return nullptr;
-  std::shared_ptr<ThreadPool> workers = pool();
-  return workers->threads() > 1 ? workers : nullptr;
-}
-
 // c [1, n] = alpha * a [1, k] b^T + beta * c, rows of b split across the pool's threads
 // in blocks of 16 rows (whole cache lines of c), each thread writing its own part.
 void matvec(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta, const Epilogue* epilogue) {
   const auto stream = [&](Index first, Index count, int) {
     kernels::matvec(b.data() + first * b.stride(), count, b.cols(), b.stride(), a.data(), c.data() + first, alpha, beta);
-    if (epilogue) (*epilogue)(c.col_block(first, count), first);
+    if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
   };
-  const std::shared_ptr<ThreadPool> workers = workers_for(b.rows() * b.cols(), kParallelWeights);
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(b.rows() * b.cols(), kParallelWeights);
   if (!workers) return stream(0, b.rows(), 0);
-  split(*workers, b.rows(), 16, stream);
+  threads::split(*workers, b.rows(), 16, stream);
 }
 
 // c [m, n] = alpha * a [m, k] b^T + beta * c for a few rows of a: ordo's kernel reads
@@ -110,20 +69,22 @@ void small_gemm(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, fl
   const auto stream = [&](Index first, Index count, int) {
     kernels::small_gemm_nt(a.data(), a.rows(), a.stride(), b.data() + first * b.stride(), count, b.cols(), b.stride(),
                            c.data() + first, c.stride(), alpha, beta);
-    if (epilogue) (*epilogue)(c.col_block(first, count), first);
+    if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
   };
-  const std::shared_ptr<ThreadPool> workers = workers_for(b.rows() * b.cols(), kParallelWeights);
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(b.rows() * b.cols(), kParallelWeights);
   if (!workers) return stream(0, b.rows(), 0);
-  split(*workers, b.rows(), 48, stream);  // whole blocks of 3 rows, whole cache lines of c
+  threads::split(*workers, b.rows(), 48, stream);  // whole blocks of 3 rows, whole cache lines of c
 }
 
 // Called on the caller's thread before any sgemm (and before a product is split, so
-// that the check never throws on a worker). The pool's creation is what makes OpenBLAS
-// single-threaded: it must exist before OpenBLAS runs anything, however small the first
-// product. The room check runs once, at the first product, when what else runs is
+// that the check never throws on a worker). ordo runs every thread it uses: OpenBLAS is
+// made single-threaded before it runs anything, and a product is split across ordo's
+// pool instead (engine/thread_pool.h). Two thread pools on the same cores (OpenBLAS's
+// idle workers spin for a long while after each GEMM) slowed a 2-thread decode step
+// 2-3x. The room check runs once, at the first product, when what else runs is
 // allocated already.
 void ready_for_openblas() {
-  static const bool ready = (check_room_for_openblas(pool()->threads()), true);
+  static const bool ready = (openblas_set_num_threads(1), check_room_for_openblas(threads::count()), true);
   (void)ready;
 }
 
@@ -143,11 +104,11 @@ void multiply_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, f
   // Threads take slices of b's rows (c's columns): each slice is a whole GEMM.
   const auto slice = [&](Index first, Index count, int) {
     sgemm(CblasTrans, a, b.row_block(first, count), c.col_block(first, count), alpha, beta);
-    if (epilogue) (*epilogue)(c.col_block(first, count), first);
+    if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
   };
-  const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
   if (!workers) return slice(0, b.rows(), 0);
-  split(*workers, b.rows(), 16, slice);
+  threads::split(*workers, b.rows(), 16, slice);
 }
 }  // namespace
 
@@ -160,8 +121,8 @@ void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float
   multiply_nt(a, b, c, alpha, beta, nullptr);
 }
 
-void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, Epilogue epilogue) {
-  multiply_nt(a, b, c, 1.0f, 0.0f, &epilogue);
+void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, const Epilogue& epilogue) {
+  multiply_nt(a, b, c, 1.0f, 0.0f, epilogue.empty() ? nullptr : &epilogue);
 }
 
 void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
@@ -172,41 +133,11 @@ void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float
     return;
   }
   ready_for_openblas();
-  const std::shared_ptr<ThreadPool> workers = workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
   if (!workers) return sgemm(CblasNoTrans, a, b, c, alpha, beta);
-  split(*workers, b.cols(), 16, [&](Index first, Index count, int) {
+  threads::split(*workers, b.cols(), 16, [&](Index first, Index count, int) {
     sgemm(CblasNoTrans, a, b.col_block(first, count), c.col_block(first, count), alpha, beta);
   });
-}
-
-void parallel_for(Index count, Index work_per_item, FunctionRef<void(Index first, Index count, int part)> task) {
-  if (count <= 0) return;
-  const std::shared_ptr<ThreadPool> workers = count > 1 ? workers_for(count * work_per_item, kParallelWeights) : nullptr;
-  if (!workers) return task(0, count, 0);
-  // An exception must not leave a worker thread (that would end the process): the
-  // first one is carried back to the caller.
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  split(*workers, count, 1, [&](Index first, Index part_count, int part) {
-    try {
-      task(first, part_count, part);
-    } catch (...) {
-      const std::lock_guard lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-    }
-  });
-  if (failure) std::rethrow_exception(failure);
-}
-
-int max_parts() { return pool()->threads(); }
-
-void prepare() { pool(); }
-
-void set_num_threads(int n) {
-  if (n <= 0) return;
-  const std::lock_guard lock(pool_mutex);
-  auto& slot = pool_slot();
-  if (!slot || slot->threads() != n) slot = make_pool(n);  // a running product keeps the old one
 }
 
 }  // namespace ordo::blas

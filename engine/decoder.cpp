@@ -7,6 +7,7 @@
 #include "engine/blas.h"
 #include "engine/error.h"
 #include "engine/limits.h"
+#include "engine/thread_pool.h"
 
 namespace ordo {
 
@@ -104,7 +105,7 @@ std::uint64_t Decoder::state_bytes(Index max_sequences, Index max_steps, Index s
   return floats * sizeof(float);
 }
 
-void Decoder::start(DecoderState& state, const EncoderOutput& memory,
+void Decoder::start(DecoderState& state, const EncodedBatch& memory,
                     std::span<const Index> source_of, Index max_sequences, Index max_steps) const {
   if (!layers_.empty() && !has_cross_attention())
     throw Error("decoder", "was given an encoder output, but this model is decoder-only",
@@ -120,7 +121,7 @@ void Decoder::start(DecoderState& state, std::span<const Index> source_of, Index
   open(state, nullptr, source_of, max_sequences, max_steps);
 }
 
-void Decoder::open(DecoderState& state, const EncoderOutput* memory, std::span<const Index> source_of,
+void Decoder::open(DecoderState& state, const EncodedBatch* memory, std::span<const Index> source_of,
                    Index max_sequences, Index max_steps) const {
   check_length(max_steps);
   const Index sequences = static_cast<Index>(source_of.size());
@@ -180,7 +181,7 @@ void Decoder::open(DecoderState& state, const EncoderOutput* memory, std::span<c
   state.attention_.values.reserve(rows * widest_kv);
   state.attention_.reserve_scores(std::max(max_steps, memory != nullptr ? memory->rows_per_source : 0));
   state.capacity_ = max_steps;
-  blas::prepare();
+  threads::prepare();
 }
 
 void Decoder::step(DecoderState& state, std::span<const int> tokens, Matrix& logits) const {
@@ -205,21 +206,23 @@ void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const DecoderLayer& layer = layers_[i];
     state.attention_.layer = static_cast<Index>(i);  // for an observer of the probabilities
-    residual_block(x, layer.self_attention_norm, placement_, state.residual_,
-                   [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.self_attention.cached_self_attention(in, rows, state.self_attention_[i],
-                                                                state.slot_of_, state.attention_, delta);
-                   });
-    if (layer.cross_attention)
-      residual_block(x, layer.cross_attention->norm, placement_, state.residual_,
-                     [&](ConstMatrixRef in, MatrixRef delta) {
-                       layer.cross_attention->attention.cross_attention(in, rows, state.cross_attention_[i], memory,
-                                                                        state.attention_, delta);
-                     });
-    residual_block(x, layer.final_norm, placement_, state.residual_,
-                   [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.feed_forward.forward(in, state.feed_forward_, delta);
-                   });
+    ResidualScratch& residual = state.residual_;
+    // Self-attention over the sequence so far: its keys and values are cached.
+    ConstMatrixRef in = norm_before(x, layer.self_attention_norm, placement_, residual);
+    layer.self_attention.cached_self_attention(in, rows, state.self_attention_[i], state.slot_of_, state.attention_,
+                                               residual.delta);
+    add_and_norm_after(x, layer.self_attention_norm, placement_, residual);
+    // Cross-attention over the encoded source (encoder-decoder models).
+    if (layer.cross_attention) {
+      in = norm_before(x, layer.cross_attention->norm, placement_, residual);
+      layer.cross_attention->attention.cross_attention(in, rows, state.cross_attention_[i], memory, state.attention_,
+                                                       residual.delta);
+      add_and_norm_after(x, layer.cross_attention->norm, placement_, residual);
+    }
+    // Feed-forward, row by row.
+    in = norm_before(x, layer.final_norm, placement_, residual);
+    layer.feed_forward.forward(in, state.feed_forward_, residual.delta);
+    add_and_norm_after(x, layer.final_norm, placement_, residual);
   }
   MatrixRef out = x.view();
   if (which == Logits::LastRow && rows_per_sequence > 1) {

@@ -107,7 +107,7 @@ class Decoder {
   // max_sequences live sequences (>= source_of.size(); batch x beam) of up to
   // max_steps tokens each. Throws Error if max_steps exceeds max_steps() or ordo's
   // length limit, or if this decoder has no cross-attention.
-  void start(DecoderState& state, const EncoderOutput& memory, std::span<const Index> source_of,
+  void start(DecoderState& state, const EncodedBatch& memory, std::span<const Index> source_of,
              Index max_sequences, Index max_steps) const;
   // The same for a decoder-only model: no memory; source_of[s] >= 0 names the request
   // sequence s serves. Throws Error if this decoder needs an encoder output.
@@ -147,7 +147,7 @@ class Decoder {
   void check_length(Index length) const;
 
  private:
-  void open(DecoderState& state, const EncoderOutput* memory, std::span<const Index> source_of,
+  void open(DecoderState& state, const EncodedBatch* memory, std::span<const Index> source_of,
             Index max_sequences, Index max_steps) const;
 
   Embedding embedding_;

@@ -55,8 +55,10 @@ void DecodingOptions::validate() const {
                                     " (sampling draws one hypothesis per source; use beam size 1)");
 }
 
-Index DecodingOptions::resolve_max_length(const Decoder& decoder, Index source_length, Index fed) const {
-  validate();
+Index resolve_max_length(const DecodingOptions& options, const Decoder& decoder, Index source_length, Index fed) {
+  options.validate();
+  const Index min_length = options.min_length;
+  const Index max_length = options.max_length;
   // The last generated token is never fed back, so `fed` inputs leave room for
   // max_steps - fed + 1 outputs.
   const Index positions = std::min(decoder.max_steps(), kMaxSequenceLength);

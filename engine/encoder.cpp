@@ -17,14 +17,14 @@ void Encoder::encode(std::span<const int> ids, const BatchRows& rows, EncoderWor
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const EncoderLayer& layer = layers_[i];
     ws.attention.layer = static_cast<Index>(i);  // for an observer of the probabilities
-    residual_block(out, layer.self_attention_norm, placement_, ws.residual,
-                   [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.self_attention.self_attention(in, rows, ws.attention, delta);
-                   });
-    residual_block(out, layer.final_norm, placement_, ws.residual,
-                   [&](ConstMatrixRef in, MatrixRef delta) {
-                     layer.feed_forward.forward(in, ws.feed_forward, delta);
-                   });
+    // Self-attention over the whole source.
+    ConstMatrixRef in = norm_before(out, layer.self_attention_norm, placement_, ws.residual);
+    layer.self_attention.self_attention(in, rows, ws.attention, ws.residual.delta);
+    add_and_norm_after(out, layer.self_attention_norm, placement_, ws.residual);
+    // Feed-forward, row by row.
+    in = norm_before(out, layer.final_norm, placement_, ws.residual);
+    layer.feed_forward.forward(in, ws.feed_forward, ws.residual.delta);
+    add_and_norm_after(out, layer.final_norm, placement_, ws.residual);
   }
   if (final_norm_) ops::normalize(out, *final_norm_, placement_.eps, out);
 }

@@ -15,8 +15,9 @@
 
 namespace ordo {
 
-// The encoder output of a batch of sources: what the decoder attends to.
-struct EncoderOutput {
+// A batch of sources, encoded: what the decoder attends to. (ordo::EncoderOutput is
+// one source's output as the public API returns it.)
+struct EncodedBatch {
   Matrix states;               // [B*L, d]; rows of source b past lengths[b] are padding
   std::vector<Index> lengths;  // [B] tokens of each source
   Index rows_per_source = 0;   // L, the longest source

@@ -1,13 +1,15 @@
-// The longest source or target ordo runs, whatever the positions would allow:
-// attention scores are [T, T] per head (4096^2 floats = 64 MB), and anything longer is a
-// mistake in the input more often than a sentence. The one place the limit lives.
+// Checks of the limits every request is held to. The limits themselves are public
+// (kMaxSequenceLength, kMaxBatchSize in ordo/options.hpp): a program sees the numbers the
+// engine enforces.
 #pragma once
 
 #include "engine/tensor.h"
+#include "ordo/options.hpp"
 
 namespace ordo {
 
-inline constexpr Index kMaxSequenceLength = 4096;
+// Throws OptionError("batch_size") unless 1 <= batch_size <= kMaxBatchSize.
+void check_batch_size(Index batch_size);
 
 // Throws Error "<where>: <what> of N tokens is more than ordo's limit of 4096 (<hint>)"
 // when length > kMaxSequenceLength.

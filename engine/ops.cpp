@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numbers>
+#include <optional>
 #include <string>
 
 #include "engine/blas.h"
@@ -39,7 +39,6 @@ void check_vector(const char* op, const char* name, const TensorView& v, Index c
 }
 
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
-constexpr float kInvSqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
 
 float row_max(const float* row, Index n) {
   float m = kMinusInfinity;
@@ -71,25 +70,20 @@ void check_linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
   if (!layer.bias.empty()) check_vector("linear", "bias", layer.bias, out, "weight", w);
 }
 
-// x [T,in] x W^T [in,out] -> y [T,out], then bias and activation on each block of y's
-// columns [first, first + block.cols()) where the product wrote it.
-void linear_then(ConstMatrixRef x, const Linear& layer, const Activation* activation, MatrixRef y) {
+// x [T,in] x W^T [in,out] -> y [T,out], then bias and activation: the product applies
+// them to each block of y's columns where it wrote it (engine/epilogue.h).
+void linear_then(ConstMatrixRef x, const Linear& layer, std::optional<Activation> activation, MatrixRef y) {
   check_linear(x, layer, y);
-  const std::span<const float> bias = layer.bias.empty() ? std::span<const float>() : layer.bias.vector();
-  if (bias.empty() && activation == nullptr) return blas::gemm_nt(x, layer.weight.matrix(), y);
-  blas::gemm_nt(x, layer.weight.matrix(), y, [&](MatrixRef block, Index first) {
-    if (!bias.empty())
-      ops::add_row_vector(block, bias.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(block.cols())));
-    if (activation != nullptr) ops::activate(*activation, block);
-  });
+  const Epilogue epilogue{layer.bias.empty() ? std::span<const float>() : layer.bias.vector(), activation};
+  blas::gemm_nt(x, layer.weight.matrix(), y, epilogue);
 }
 
 }  // namespace
 
-void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) { linear_then(x, layer, nullptr, y); }
+void linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) { linear_then(x, layer, std::nullopt, y); }
 
 void linear(ConstMatrixRef x, const Linear& layer, Activation activation, MatrixRef y) {
-  linear_then(x, layer, &activation, y);
+  linear_then(x, layer, activation, y);
 }
 
 void matmul_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {
@@ -201,28 +195,7 @@ void log_softmax_rows(MatrixRef x) {
   }
 }
 
-void activate(Activation activation, MatrixRef x) {
-  const Index n = x.cols();
-  for (Index r = 0; r < x.rows(); ++r) {
-    float* row = x.data() + r * x.stride();
-    switch (activation) {
-      case Activation::Relu:
-        // Written so that NaN stays NaN, as in PyTorch: broken weights must reach the
-        // logits check, not turn into zeros (x > 0 ? x : 0 would hide them).
-        for (Index j = 0; j < n; ++j) row[j] = row[j] < 0.0f ? 0.0f : row[j];
-        break;
-      case Activation::Gelu:
-        // x * Phi(x) = 0.5 x (1 + erf(x/sqrt2)) = 0.5 x erfc(-x/sqrt2). The erfc form is
-        // the same function without the cancellation in 1 + erf for x << 0.
-        for (Index j = 0; j < n; ++j)
-          row[j] = 0.5f * row[j] * std::erfc(-row[j] * kInvSqrt2);
-        break;
-      case Activation::Silu:
-        for (Index j = 0; j < n; ++j) row[j] = row[j] / (1.0f + std::exp(-row[j]));
-        break;
-    }
-  }
-}
+void activate(Activation activation, MatrixRef x) { apply_activation(activation, x); }
 
 void add(MatrixRef y, ConstMatrixRef x) {
   check_same_shape("add", "y", y, "x", x);

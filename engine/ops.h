@@ -6,12 +6,10 @@
 
 #include <span>
 
+#include "engine/epilogue.h"
 #include "engine/tensor.h"
 
 namespace ordo {
-
-// ReLU, GELU (erf form), SiLU/swish. Their config names live in models/config.cpp.
-enum class Activation { Relu, Gelu, Silu };
 
 // A PyTorch Linear: weight [out, in], optional bias [out].
 struct Linear {

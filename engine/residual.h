@@ -3,7 +3,11 @@
 //   post-norm (Vaswani et al., BART, Marian):  x <- LN(x + f(x))
 //   pre-norm  (GPT-2, LLaMA, most deep stacks): x <- x + f(LN(x))
 //
-// Encoder and decoder layers are written once in terms of this block.
+// A layer reads as the sublayers it runs, each between the two calls below:
+//
+//   const ConstMatrixRef in = norm_before(x, norm, placement, scratch);  // LN(x) or x
+//   f(in, scratch.delta);                                               // the sublayer
+//   add_and_norm_after(x, norm, placement, scratch);                    // x + delta [, LN]
 #pragma once
 
 #include "engine/ops.h"
@@ -19,24 +23,25 @@ struct NormPlacement {
 // Buffers for one residual block, reused across blocks and steps.
 struct ResidualScratch {
   Matrix normed;  // [T, d], LN(x) for pre-norm
-  Matrix delta;   // [T, d], f's output
+  Matrix delta;   // [T, d], the sublayer's output
 };
 
-// f(ConstMatrixRef in [T, d], MatrixRef out [T, d]).
-template <class Sublayer>
-void residual_block(MatrixRef x, const NormWeights& norm, const NormPlacement& placement,
-                    ResidualScratch& scratch, Sublayer&& f) {
+// The sublayer's input: LN(x) (pre-norm, written to scratch.normed), or x itself
+// (post-norm). Sizes scratch.delta [T, d] for the sublayer's output.
+inline ConstMatrixRef norm_before(ConstMatrixRef x, const NormWeights& norm, const NormPlacement& placement,
+                                  ResidualScratch& scratch) {
   scratch.delta.resize(x.rows(), x.cols());
-  if (placement.before) {
-    scratch.normed.resize(x.rows(), x.cols());
-    ops::normalize(x, norm, placement.eps, scratch.normed);
-    f(scratch.normed.view(), scratch.delta.view());
-    ops::add(x, scratch.delta);
-  } else {
-    f(ConstMatrixRef(x), scratch.delta.view());
-    ops::add(x, scratch.delta);
-    ops::normalize(x, norm, placement.eps, x);
-  }
+  if (!placement.before) return x;
+  scratch.normed.resize(x.rows(), x.cols());
+  ops::normalize(x, norm, placement.eps, scratch.normed);
+  return scratch.normed.view();
+}
+
+// After the sublayer wrote scratch.delta: x += delta, then LN(x) in place (post-norm).
+inline void add_and_norm_after(MatrixRef x, const NormWeights& norm, const NormPlacement& placement,
+                               ResidualScratch& scratch) {
+  ops::add(x, scratch.delta);
+  if (!placement.before) ops::normalize(x, norm, placement.eps, x);
 }
 
 }  // namespace ordo

@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "engine/finished_pool.h"
+#include "engine/limits.h"
 #include "engine/logits_processor.h"
 #include "engine/memory_budget.h"
 #include "engine/ops.h"
@@ -77,7 +78,7 @@ struct DecodeWorkspace::Buffers {
   std::vector<std::vector<int>> sources;
   std::vector<int> padded_ids;  // [B*L]
   EncoderWorkspace encoder;
-  EncoderOutput memory;
+  EncodedBatch memory;
   // Decoding.
   DecoderState state;
   Matrix logits;
@@ -109,7 +110,7 @@ namespace {
 void encode_into(const Transformer& model, std::span<const std::vector<int>> sources,
                  DecodeWorkspace::Buffers& buffers) {
   if (!model.encoder) throw Error("encoder", "this model is decoder-only: it has no encoder");
-  EncoderOutput& out = buffers.memory;
+  EncodedBatch& out = buffers.memory;
   const Index count = static_cast<Index>(sources.size());
   out.rows_per_source = longest(sources);
   out.lengths.clear();
@@ -477,14 +478,14 @@ void check_source(const Transformer& model, std::span<const int> source) {
   embedding.check_length(static_cast<Index>(source.size()));
 }
 
-EncoderOutput encode_batch(const Transformer& model, std::span<const std::vector<int>> sources) {
+EncodedBatch encode_batch(const Transformer& model, std::span<const std::vector<int>> sources) {
   DecodeWorkspace workspace;
   encode_into(model, sources, workspace.buffers());
   return std::move(workspace.buffers().memory);
 }
 
 Matrix encode(const Transformer& model, std::span<const int> source) {
-  EncoderOutput out = encode_batch(model, batch_of_one(source));
+  EncodedBatch out = encode_batch(model, batch_of_one(source));
   return std::move(out.states);
 }
 
@@ -496,7 +497,7 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
     throw Error("decode", std::to_string(streams.size()) + " sampling streams for " +
                               std::to_string(requests.size()) + " requests");
   // Lengths the decoder cannot honour at all fail the call, not each request.
-  options.resolve_max_length(model.decoder, model.decoder_only() ? 0 : 1, 1);
+  resolve_max_length(options, model.decoder, model.decoder_only() ? 0 : 1, 1);
 
   std::vector<DecodeResult> results(requests.size());
   std::vector<DecodeRequest> valid;
@@ -506,7 +507,7 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
   for (std::size_t i = 0; i < requests.size(); ++i) {
     try {
       check_request(model, requests[i]);
-      max_lengths.push_back(options.resolve_max_length(model.decoder, static_cast<Index>(requests[i].source.size()),
+      max_lengths.push_back(resolve_max_length(options, model.decoder, static_cast<Index>(requests[i].source.size()),
                                                        decoder_input_length(model, requests[i])));
     } catch (const Error& e) {
       results[i].error = e.what();
@@ -550,7 +551,7 @@ void add_to_decode_totals(const DecodeTotals& run) {
   totals.output_tokens += run.output_tokens;
 }
 
-DecodeTotals decode_totals() {
+DecodeTotals decode_totals() noexcept {
   const std::lock_guard<std::mutex> lock(totals_mutex);
   return totals;
 }
@@ -561,7 +562,7 @@ std::vector<DecodeResult> decode_many(const Transformer& model, std::span<const 
   if (!streams.empty() && streams.size() != requests.size())
     throw Error("decode", std::to_string(streams.size()) + " sampling streams for " +
                               std::to_string(requests.size()) + " requests");
-  if (batch_size < 1) throw OptionError("batch_size", "must be at least 1, got " + std::to_string(batch_size));
+  check_batch_size(batch_size);
   const auto length = [&](std::size_t i) { return requests[i].source.size() + requests[i].prefix.size(); };
   std::vector<std::size_t> order(requests.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -604,13 +605,13 @@ std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> so
   return std::move(result.hypotheses);
 }
 
-std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
+std::vector<Score> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets) {
   DecodeWorkspace workspace;
   return score_batch(model, sources, targets, workspace);
 }
 
-std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
+std::vector<Score> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets, DecodeWorkspace& workspace) {
   const bool decoder_only = model.decoder_only();
   if (decoder_only && !sources.empty())
@@ -620,11 +621,13 @@ std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const s
   // The decoder reads [decoder_start, target[0..n-2]] and predicts target[0..n-1]; a
   // decoder-only model reads target[0..n-2] and predicts target[1..n-1].
   const std::size_t skipped = decoder_only ? 1 : 0;  // leading target tokens not predicted
-  std::vector<ScoreResult> results(targets.size());
+  std::vector<Score> results(targets.size());
   std::vector<std::vector<int>> valid_sources;
   std::vector<const std::vector<int>*> valid_targets;
   std::vector<std::size_t> origin;
   for (std::size_t i = 0; i < targets.size(); ++i) {
+    // The ids scored, whether or not scoring succeeds: the caller's input, named.
+    if (targets[i].size() > skipped) results[i].ids.assign(targets[i].begin() + static_cast<std::ptrdiff_t>(skipped), targets[i].end());
     try {
       if (!decoder_only) check_source(model, sources[i]);
       check_ids(targets[i], model.decoder.vocab_size(), "target");
@@ -664,16 +667,17 @@ std::vector<ScoreResult> score_batch(const Transformer& model, std::span<const s
   LogitsProcessor processor(plain, eos_ids(model.tokens), model.decoder.vocab_size());
   for (Index b = 0; b < count; ++b) {
     const auto& target = *valid_targets[static_cast<std::size_t>(b)];
-    ScoreResult& result = results[origin[static_cast<std::size_t>(b)]];
+    Score& result = results[origin[static_cast<std::size_t>(b)]];
     try {
       for (std::size_t t = skipped; t < target.size(); ++t) {
         const std::span<float> row = logits.row(b * width + static_cast<Index>(t - skipped));
         processor.process(row, {}, static_cast<Index>(t));
         result.token_logprobs.push_back(row[static_cast<std::size_t>(target[t])]);
-        result.score += result.token_logprobs.back();
+        result.logprob += result.token_logprobs.back();
       }
     } catch (const Error& e) {
-      result = ScoreResult{};
+      result.token_logprobs.clear();
+      result.logprob = 0.0;
       result.error = e.what();
     }
   }
@@ -684,7 +688,7 @@ std::vector<float> score_target(const Transformer& model, std::span<const int> s
   if (model.decoder_only() && !source.empty())
     throw Error("score", "this model is decoder-only: it scores a sequence on its own, without a source");
   const auto sources = model.decoder_only() ? std::vector<std::vector<int>>{} : batch_of_one(source);
-  ScoreResult result = std::move(score_batch(model, sources, batch_of_one(target)).front());
+  Score result = std::move(score_batch(model, sources, batch_of_one(target)).front());
   if (!result.ok()) throw Error(result.error);
   return std::move(result.token_logprobs);
 }

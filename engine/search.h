@@ -32,16 +32,9 @@
 
 #include "engine/decoding_options.h"
 #include "engine/transformer.h"
+#include "ordo/results.hpp"
 
 namespace ordo {
-
-struct Hypothesis {
-  std::vector<int> ids;               // generated tokens, eos included when produced
-  std::vector<float> token_logprobs;  // log p(ids[t] | source, ids[<t]) (see logits_processor.h)
-  double score = 0.0;                 // sum of token_logprobs
-  double normalized_score = 0.0;      // score / ids.size()^length_penalty: the ranking
-  bool finished = false;              // ended with eos (false: cut at max_length)
-};
 
 // One source's outcome: its hypotheses, or why it could not be decoded. A batch never
 // fails as a whole for one bad source.
@@ -79,7 +72,7 @@ void check_source(const Transformer& model, std::span<const int> source);
 
 // The encoder output of a batch of sources (each checked by check_source), padded to
 // the longest.
-EncoderOutput encode_batch(const Transformer& model, std::span<const std::vector<int>> sources);
+EncodedBatch encode_batch(const Transformer& model, std::span<const std::vector<int>> sources);
 
 // The encoder output [S, d] of one source.
 Matrix encode(const Transformer& model, std::span<const int> source);
@@ -107,18 +100,7 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
                                           const DecodingOptions& options, std::span<const std::uint64_t> streams,
                                           DecodeWorkspace& workspace, const TokenCallback& on_token = {});
 
-// What every decode_requests call of this process has done so far, summed (thread-safe):
-// `ordo --verbose` prints it after a run, as llama.cpp prints its timings. Prefill is
-// the encoder plus the forced decoder input (a prompt) read at once; decode is the
-// steps after it, one token per live sequence each.
-struct DecodeTotals {
-  Index input_tokens = 0;      // sources (eos included) and forced decoder inputs (prompts)
-  double prefill_seconds = 0;  // encoding them, and the decoder reading the forced input
-  Index stepped_tokens = 0;    // tokens the decoder read one step at a time (beams count each)
-  double decode_seconds = 0;   // the steps, search included
-  Index output_tokens = 0;     // of each request's best hypothesis
-};
-DecodeTotals decode_totals();
+// Adds one run to decode_totals() (ordo/results.hpp), thread-safe.
 void add_to_decode_totals(const DecodeTotals& run);
 
 // Decodes many requests, at most `batch_size` at a time, shortest first (similar
@@ -148,22 +130,15 @@ std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> so
 
 // Teacher-forced log-probability of each target token. Encoder-decoder: the decoder
 // reads [decoder_start, target[0..n-2]] and predicts target[0..n-1]. Decoder-only (no
-// sources): it reads target[0..n-2] and predicts target[1..n-1], n-1 log-probs.
-struct ScoreResult {
-  std::vector<float> token_logprobs;
-  double score = 0.0;  // their sum
-  std::string error;   // empty when scoring succeeded
-
-  bool ok() const { return error.empty(); }
-};
-
+// sources): it reads target[0..n-2] and predicts target[1..n-1], n-1 log-probs. Each
+// Score holds the predicted ids, their log-probs and their sum, or its error.
 // Scores sources[i] -> targets[i] for every i as one batch; for a decoder-only model
 // pass no sources (an empty span) and targets of at least 2 tokens.
-std::vector<ScoreResult> score_batch(const Transformer& model,
+std::vector<Score> score_batch(const Transformer& model,
                                      std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets);
 // The same, reusing `workspace`'s buffers.
-std::vector<ScoreResult> score_batch(const Transformer& model,
+std::vector<Score> score_batch(const Transformer& model,
                                      std::span<const std::vector<int>> sources,
                                      std::span<const std::vector<int>> targets,
                                      DecodeWorkspace& workspace);

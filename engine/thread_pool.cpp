@@ -1,5 +1,6 @@
 #include "engine/thread_pool.h"
 
+#include <exception>
 #include <string>
 #include <system_error>
 
@@ -87,5 +88,66 @@ void ThreadPool::work(int index) {
     pending_.fetch_sub(1, std::memory_order_release);
   }
 }
+
+namespace threads {
+
+namespace {
+
+// Below this many multiply-adds a job is run on the caller (see blas.cpp for the
+// products' own thresholds).
+constexpr Index kParallelWork = Index{1} << 16;
+
+std::mutex pool_mutex;
+std::shared_ptr<ThreadPool>& pool_slot() {
+  static std::shared_ptr<ThreadPool> pool;
+  return pool;
+}
+
+std::shared_ptr<ThreadPool> pool() {
+  const std::lock_guard lock(pool_mutex);
+  auto& slot = pool_slot();
+  if (!slot) slot = std::make_shared<ThreadPool>(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return slot;
+}
+
+}  // namespace
+
+void set_count(int n) {
+  if (n <= 0) return;
+  const std::lock_guard lock(pool_mutex);
+  auto& slot = pool_slot();
+  if (!slot || slot->threads() != n) slot = std::make_shared<ThreadPool>(n);  // a running job keeps the old one
+}
+
+int count() { return pool()->threads(); }
+
+void prepare() { pool(); }
+
+std::shared_ptr<ThreadPool> workers_for(Index work, Index threshold) {
+  if (work < threshold) return nullptr;
+  std::shared_ptr<ThreadPool> workers = pool();
+  return workers->threads() > 1 ? workers : nullptr;
+}
+
+void parallel_for(Index count, Index work_per_item, FunctionRef<void(Index first, Index count, int part)> task) {
+  if (count <= 0) return;
+  const std::shared_ptr<ThreadPool> workers = count > 1 ? workers_for(count * work_per_item, kParallelWork) : nullptr;
+  if (!workers) return task(0, count, 0);
+  // An exception must not leave a worker thread (that would end the process): the
+  // first one is carried back to the caller.
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  split(*workers, count, 1, [&](Index first, Index part_count, int part) {
+    try {
+      task(first, part_count, part);
+    } catch (...) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  });
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace threads
 
 }  // namespace ordo

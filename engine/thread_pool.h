@@ -8,14 +8,17 @@
 // costs nothing.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/function_ref.h"
+#include "engine/tensor.h"
 
 namespace ordo {
 
@@ -48,5 +51,47 @@ class ThreadPool {
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };
+
+// The process's one pool: every thread ordo runs. The products (engine/blas.cpp) and
+// attention split their work across it; OpenBLAS is kept single-threaded (blas.cpp), so
+// two pools never compete for the same cores.
+namespace threads {
+
+// Threads every computation may use from now on; n <= 0 keeps the current number
+// (every core until set). Throws Error when a thread cannot be started.
+void set_count(int n);
+
+// The threads set (the most parts parallel_for may use now).
+int count();
+
+// Starts the pool unless it runs already. A caller that sizes its buffers up front
+// (Decoder::start) calls it, so that no later product allocates.
+void prepare();
+
+// The pool when a job of `work` units, against a `threshold` below which waking the
+// workers costs more than it saves, is worth splitting; null to run it on the caller.
+std::shared_ptr<ThreadPool> workers_for(Index work, Index threshold);
+
+// Splits [0, count) into the pool's parts, in multiples of `unit`, and runs
+// task(first, count, part) on each non-empty part.
+template <class Task>
+void split(ThreadPool& workers, Index count, Index unit, const Task& task) {
+  const Index parts = workers.threads();
+  const Index per_part = (count / parts + unit - 1) / unit * unit;
+  workers.run([&](int part) {
+    const Index first = std::min(count, part * per_part);
+    const Index last = part + 1 == parts ? count : std::min(count, first + per_part);
+    if (last > first) task(first, last - first, part);
+  });
+}
+
+// Runs task(first, count, part) over parts that cover [0, count) once, one per thread
+// (part in [0, count())), when count items of work_per_item multiply-adds each are worth
+// waking the threads for; otherwise task(0, count, 0) on the calling thread. Called from
+// inside a task, it runs on the calling thread alone. The first exception a part throws
+// is rethrown here, after every part has ended.
+void parallel_for(Index count, Index work_per_item, FunctionRef<void(Index first, Index count, int part)> task);
+
+}  // namespace threads
 
 }  // namespace ordo

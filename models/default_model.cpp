@@ -1,4 +1,16 @@
-#include "models/default_model.h"
+// Where the default model is, found from where ordo runs, never from a path fixed at
+// build time: an installed ordo (bin/ordo, lib/libordo.so) has it in
+// <prefix>/share/ordo/, a binary in a build tree in the source tree's weights/. So a
+// prefix can be moved, and a build directory can live anywhere under the source tree.
+//
+// The declarations are public (ordo/model.hpp: default_model_directory, shipped_model_names,
+// find_model_directory, ...). builtin_model_directory() looks from two places: the file
+// ordo's code was loaded from (libordo.so, or the program it is linked into) and the
+// running program (/proc/self/exe). From each, first <dir>/../share/ordo/sinusoidal (an
+// installed prefix; or <dir>/../../share/ordo/..., for lib/<multiarch>/), then
+// <dir>/weights/sinusoidal in <dir> and each directory above (a build tree inside the
+// source tree).
+#include "ordo/model.hpp"
 
 #include <dlfcn.h>
 

@@ -13,7 +13,7 @@
 #include "engine/attention_recorder.h"
 #include "engine/error.h"
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
 
@@ -59,10 +59,10 @@ TEST(AttentionCapture, ObserverSeesEachHeadsSoftmax) {
   }
 }
 
-std::shared_ptr<const Model> tiny_model() {
+std::shared_ptr<const LoadedModel> tiny_model() {
   const auto dir = testing_support::temp_dir("capture");
   testing_support::write_random_model(dir, testing_support::tiny_config(), 5);
-  return Model::load(dir);
+  return LoadedModel::load(dir);
 }
 
 // Every layer and head of all three kinds is recorded, rows sum to 1, and a decoder fed
@@ -86,7 +86,7 @@ TEST(AttentionCapture, RecorderAssemblesEveryLayerHeadAndKind) {
   EXPECT_EQ(encoder_seen.keys().size(), static_cast<std::size_t>(layers * heads));
 
   const std::vector<std::vector<int>> sources{source};
-  const EncoderOutput memory = encode_batch(t, sources);
+  const EncodedBatch memory = encode_batch(t, sources);
   const std::vector<Index> source_of{0}, target_lengths{T};
   AttentionRecorder all_seen, steps_seen;
   DecoderState all, steps;

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
 
@@ -33,7 +33,7 @@ TEST(DecoderState, ReorderedSequencesContinueTheirParents) {
     auto config = tiny_config();
     config["position_encoding"] = std::string(scheme);
     testing_support::write_random_model(dir, config);
-    const auto model = Model::load(dir, nullptr);
+    const auto model = LoadedModel::load(dir, nullptr);
     const Transformer& t = model->transformer();
 
     // Two sources, two sequences each (source_of 0, 0, 1, 1), six slots.
@@ -73,7 +73,7 @@ TEST(DecoderState, ReorderedSequencesContinueTheirParents) {
 TEST(DecoderState, ReorderRejectsBadParents) {
   const auto dir = testing_support::temp_dir("reorder_bad");
   testing_support::write_random_model(dir, tiny_config());
-  const auto model = Model::load(dir, nullptr);
+  const auto model = LoadedModel::load(dir, nullptr);
   const Transformer& t = model->transformer();
   const std::vector<std::vector<int>> sources = {{5, 1}};
   DecoderState state;

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "engine/error.h"
-#include "models/default_model.h"
+#include "ordo/model.hpp"
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
 

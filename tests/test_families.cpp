@@ -16,7 +16,7 @@
 
 #include "engine/error.h"
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "models/tensor_names.h"
 #include "tests/model_factory.h"
 
@@ -219,17 +219,17 @@ void shard(const fs::path& dir, int shards, const std::function<void(json&)>& ed
   fs::remove(dir / "model.safetensors");
 }
 
-std::vector<float> first_logprobs(const Model& model) {
+std::vector<float> first_logprobs(const LoadedModel& model) {
   return score_target(model.transformer(), {}, std::vector<int>{2, 5, 7, 9, 1});
 }
 
 TEST(Families, ShardedWeightsLoadAsOneModel) {
   const auto dir = temp_dir("families");
   write_random_model(dir, llama_config(), 3);
-  const auto single = Model::load(dir);
+  const auto single = LoadedModel::load(dir);
   const std::vector<float> want = first_logprobs(*single);
   shard(dir, 3);
-  const auto sharded = Model::load(dir);
+  const auto sharded = LoadedModel::load(dir);
   EXPECT_EQ(sharded->weights().files().size(), 3u);
   EXPECT_EQ(first_logprobs(*sharded), want);  // the same weights: the same numbers, bit for bit
   EXPECT_THAT(sharded->weights().source(), HasSubstr("model.safetensors.index.json"));
@@ -242,7 +242,7 @@ TEST(Families, BadShardIndexesSayWhatIsWrong) {
     const auto dir = temp_dir("families");
     write_random_model(dir, llama_config(), 4);
     shard(dir, 2, edit_index, edit_shards);
-    const std::string message = error_of([&] { Model::load(dir); });
+    const std::string message = error_of([&] { LoadedModel::load(dir); });
     fs::remove_all(dir);
     return message;
   };
@@ -277,7 +277,7 @@ TEST(Families, TextNeedsASentencePieceTokenizer) {
   const auto dir = temp_dir("families");
   write_random_model(dir, llama_config(), 5);
   std::ofstream(dir / "tokenizer.json") << "{}";
-  const auto model = Model::load(dir);
+  const auto model = LoadedModel::load(dir);
   EXPECT_THAT(error_of([&] { model->tokenize_prompt("Die Katze", true); }),
               HasSubstr("has only tokenizer.json (Hugging Face tokenizers), and ordo reads text with a SentencePiece "
                         "tokenizer.model"));

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
 
@@ -146,7 +146,7 @@ TEST(GenerateCli, JsonScoreIsTheGeneratedTokensLogProbability) {
   EXPECT_TRUE(j.at("text").is_string());
   EXPECT_EQ(j.at("finished"), !generated.empty() && generated.back() == 1);
 
-  const auto model = Model::load(dir);
+  const auto model = LoadedModel::load(dir);
   std::vector<int> sequence = prompt;
   sequence.insert(sequence.end(), generated.begin(), generated.end());
   const std::vector<float> logprobs = score_target(model->transformer(), {}, sequence);
@@ -240,7 +240,7 @@ TEST(GenerateCli, ScoreWithoutASourceOnADecoderOnlyModel) {
   const auto r = run_ordo("score " + model_flag(dir) + " --json --target-ids '1 20 30 40 1'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
-  const auto model = Model::load(dir);
+  const auto model = LoadedModel::load(dir);
   const std::vector<float> want = score_target(model->transformer(), {}, std::vector<int>{1, 20, 30, 40, 1});
   const auto got = j.at("token_logprobs").get<std::vector<double>>();
   ASSERT_EQ(got.size(), 4u);

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/parity_support.h"
 #include "tests/reference.h"
 
@@ -47,7 +47,7 @@ std::vector<DecodeResult> greedy(const Transformer& t, const std::vector<std::ve
 TEST(GenerationParity, OracleCoversBothFamiliesAndTheirVariants) {
   std::set<std::string> kinds;
   for (const std::string& name : generation_models()) {
-    const auto model = Model::load(parity_dir() / name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     const ModelConfig& c = model->config();
     EXPECT_FALSE(c.has_encoder()) << name;
     kinds.insert(std::string(family_name(c.family)));
@@ -73,7 +73,7 @@ TEST(GenerationParity, EveryModelScoresAndContinuesAsPyTorch) {
   std::size_t tokens = 0, models = 0;
   for (const std::string& name : generation_models()) {
     SCOPED_TRACE("model " + name);
-    const auto model = Model::load(parity_dir() / name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     const Transformer& t = model->transformer();
     const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
     for (const nlohmann::json& c : reference.at("cases")) {
@@ -101,7 +101,7 @@ TEST(GenerationParity, EveryModelScoresAndContinuesAsPyTorch) {
 TEST(GenerationParity, BatchesMatchPyTorchBatches) {
   for (const std::string& name : generation_models()) {
     SCOPED_TRACE("model " + name);
-    const auto model = Model::load(parity_dir() / name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     const Transformer& t = model->transformer();
     const nlohmann::json batch = read_json(parity_dir() / name / "reference.json").at("batch");
     const auto prompts = batch.at("prompts").get<std::vector<std::vector<int>>>();
@@ -109,7 +109,7 @@ TEST(GenerationParity, BatchesMatchPyTorchBatches) {
     const auto want_logprobs = batch.at("token_logprobs").get<std::vector<std::vector<double>>>();
     const auto want_ids = batch.at("greedy_ids").get<std::vector<std::vector<int>>>();
 
-    const std::vector<ScoreResult> scored = score_batch(t, {}, sequences);
+    const std::vector<Score> scored = score_batch(t, {}, sequences);
     const std::vector<DecodeResult> decoded = greedy(t, prompts, batch.at("greedy_max_length").get<Index>());
     ASSERT_EQ(scored.size(), sequences.size());
     ASSERT_EQ(decoded.size(), prompts.size());
@@ -127,7 +127,7 @@ TEST(GenerationParity, BeamSearchMatchesTheOraclesBeamSearch) {
   std::size_t cases = 0;
   for (const std::string& name : generation_models()) {
     SCOPED_TRACE("model " + name);
-    const auto model = Model::load(parity_dir() / name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
     for (const nlohmann::json& c : reference.at("beam")) {
       SCOPED_TRACE("beam case " + c.dump().substr(0, 120));

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
-#include "models/default_model.h"
+#include "ordo/model.hpp"
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"

@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/model_factory.h"
 
 namespace {
@@ -68,7 +68,7 @@ long step_allocations(const Transformer& t) {
   if (t.decoder_only()) {
     t.decoder.start(state, source_of, kBatch * kBeam, kSteps);
   } else {
-    const EncoderOutput memory = encode_batch(t, sources);
+    const EncodedBatch memory = encode_batch(t, sources);
     t.decoder.start(state, memory, source_of, kBatch * kBeam, kSteps);
   }
   Matrix logits;
@@ -99,10 +99,10 @@ long step_allocations(const Transformer& t) {
   return allocations.load();
 }
 
-std::shared_ptr<const Model> random_model(const nlohmann::json& config) {
+std::shared_ptr<const LoadedModel> random_model(const nlohmann::json& config) {
   const auto dir = testing_support::temp_dir("noalloc");
   testing_support::write_random_model(dir, config);
-  return Model::load(dir, nullptr);
+  return LoadedModel::load(dir, nullptr);
 }
 
 TEST(NoAlloc, BatchedBeamStepAndReorderAllocateNothing) {

@@ -42,7 +42,7 @@
 
 #include "engine/search.h"
 #include "tests/greedy.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/parity_support.h"
 #include "tests/reference.h"
 
@@ -93,7 +93,7 @@ TEST(Parity, EveryOracleModelMatchesPyTorch) {
   std::size_t tokens = 0;
   for (const std::string& name : names) {
     SCOPED_TRACE("model " + name);
-    const auto model = Model::load(parity_dir() / name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     const Transformer& t = model->transformer();
     const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
     ASSERT_FALSE(reference.at("cases").empty());
@@ -136,7 +136,7 @@ TEST(Parity, BatchesMatchPyTorchBatches) {
   std::size_t batches = 0;
   for (const std::string& name : model_names()) {
     SCOPED_TRACE("model " + name);
-    const auto model = Model::load(parity_dir() / name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     const Transformer& t = model->transformer();
     const nlohmann::json batch = read_json(parity_dir() / name / "reference.json").at("batch");
     const auto sources = batch.at("sources").get<std::vector<std::vector<int>>>();
@@ -144,7 +144,7 @@ TEST(Parity, BatchesMatchPyTorchBatches) {
     const auto want_logprobs = batch.at("token_logprobs").get<std::vector<std::vector<double>>>();
     const auto want_ids = batch.at("greedy_ids").get<std::vector<std::vector<int>>>();
 
-    const std::vector<ScoreResult> scored = score_batch(t, sources, targets);
+    const std::vector<Score> scored = score_batch(t, sources, targets);
     DecodingOptions greedy;
     greedy.max_length = batch.at("greedy_max_length").get<Index>();
     const std::vector<DecodeResult> decoded = decode_batch(t, sources, greedy);
@@ -166,7 +166,7 @@ TEST(Parity, BeamSearchMatchesTheOraclesBeamSearch) {
   std::size_t cases = 0;
   for (const std::string& name : model_names()) {
     SCOPED_TRACE("model " + name);
-    const auto model = Model::load(parity_dir() / name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
     for (const nlohmann::json& c : reference.at("beam")) {
       SCOPED_TRACE("beam case " + c.dump().substr(0, 120));

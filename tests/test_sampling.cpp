@@ -22,10 +22,11 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/thread_pool.h"
 #include "engine/blas.h"
 #include "engine/sampler.h"
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/model_factory.h"
 
 namespace ordo {
@@ -38,14 +39,14 @@ constexpr int kEos = 1;  // tiny_config()'s eos
 // max_length; a bias of +3.5 on eos's logit (final_logits_bias) makes it ~1/15, so that
 // outputs end at varied lengths, some in eos, as a trained model's do.
 const Transformer& tiny() {
-  static const std::shared_ptr<const Model> model = [] {
+  static const std::shared_ptr<const LoadedModel> model = [] {
     const auto dir = testing_support::temp_dir("sampling_model");
     testing_support::write_random_model(dir, testing_support::tiny_config(), 11, [](std::vector<NamedTensor>& tensors) {
       const auto bias = std::find_if(tensors.begin(), tensors.end(), [](const NamedTensor& t) { return t.name == "final_logits_bias"; });
       if (bias == tensors.end()) throw std::logic_error("the random model has no final_logits_bias");
       bias->values.at(kEos) += 3.5f;
     });
-    auto loaded = Model::load(dir);
+    auto loaded = LoadedModel::load(dir);
     std::filesystem::remove_all(dir);  // the weights are in memory now
     return loaded;
   }();
@@ -158,9 +159,9 @@ TEST(Sampling, SameSeedSameOutputAcrossRunsBatchesAndThreads) {
   }
   {
     SCOPED_TRACE("(c) BLAS threads 1 and 2");
-    blas::set_num_threads(1);
+    threads::set_count(1);
     const auto one_thread = decode_batch(model, sources, options);
-    blas::set_num_threads(2);
+    threads::set_count(2);
     const auto two_threads = decode_batch(model, sources, options);
     expect_same(reference, one_thread);
     expect_same(reference, two_threads);
@@ -185,16 +186,16 @@ TEST(Sampling, SameSeedSameOutputAcrossRunsBatchesAndThreads) {
 // runs one thread either way. The shipped model (d_model 128, 344 tokens) is large
 // enough for OpenBLAS to split its GEMMs with 2 threads.
 TEST(Sampling, ShippedModelSamplesTheSameWithOneOrTwoThreads) {
-  const auto model = Model::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal");
+  const auto model = LoadedModel::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal");
   std::vector<std::vector<int>> sources;
   for (const char* text : {"cats chase dogs", "The big dog sees a small cat.", "A small duck chases a bird.",
                            "the cat chases the dog", "dogs chase cats", "The cow catches the big young dog"})
     for (int copy = 0; copy < 6; ++copy) sources.push_back(model->tokenize_source(text));
   DecodingOptions options = sampling(5);
   options.temperature = 1.5;  // flatter, so that the draws vary
-  blas::set_num_threads(1);
+  threads::set_count(1);
   const auto one_thread = decode_batch(model->transformer(), sources, options);
-  blas::set_num_threads(2);
+  threads::set_count(2);
   const auto two_threads = decode_batch(model->transformer(), sources, options);
   expect_same(one_thread, two_threads);
   // Copies of a sentence draw from different streams: at T = 1.5 they do not all agree.
@@ -295,7 +296,7 @@ TEST(Sampling, FirstTokenFollowsSoftmaxOverTemperature) {
   std::vector<std::vector<int>> sources(static_cast<std::size_t>(vocab), source), targets;
   for (int v = 0; v < vocab; ++v) targets.push_back({v});
   std::vector<float> logprobs;
-  for (const ScoreResult& r : score_batch(model, sources, targets)) {
+  for (const Score& r : score_batch(model, sources, targets)) {
     ASSERT_TRUE(r.ok()) << r.error;
     logprobs.push_back(r.token_logprobs[0]);
   }
@@ -491,7 +492,7 @@ TEST(Sampling, DecodedTokensStayInsideTheTopKAndTopPSets) {
       t.back().push_back(v);
     }
     std::vector<float> lp;
-    for (const ScoreResult& r : score_batch(model, s, t)) lp.push_back(r.token_logprobs.back());
+    for (const Score& r : score_batch(model, s, t)) lp.push_back(r.token_logprobs.back());
     return lp;
   };
   // The allowed set, most likely first, ties to the lower id; top-p on the tempered

@@ -26,7 +26,7 @@
 #include "engine/error.h"
 #include "engine/ops.h"
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
 
@@ -37,11 +37,11 @@ using testing_support::temp_dir;
 using testing_support::tiny_config;
 using testing_support::write_random_model;
 
-std::shared_ptr<const Model> random_model(const nlohmann::json& config, unsigned seed,
+std::shared_ptr<const LoadedModel> random_model(const nlohmann::json& config, unsigned seed,
                                           const std::function<void(std::vector<NamedTensor>&)>& edit = {}) {
   const auto dir = temp_dir("search");
   write_random_model(dir, config, seed, edit);
-  auto model = Model::load(dir);
+  auto model = LoadedModel::load(dir);
   std::filesystem::remove_all(dir);  // the weights are mmapped: unlinking keeps them
   return model;
 }
@@ -94,7 +94,7 @@ Hypothesis greedy(const Transformer& t, std::span<const int> source, DecodingOpt
 std::vector<std::vector<float>> raw_logits(const Transformer& t, std::span<const int> source,
                                            std::span<const int> ids) {
   const std::vector<std::vector<int>> sources{std::vector<int>(source.begin(), source.end())};
-  const EncoderOutput memory = encode_batch(t, sources);
+  const EncodedBatch memory = encode_batch(t, sources);
   DecoderState state;
   t.decoder.start(state, memory, std::vector<Index>{0}, 1, static_cast<Index>(ids.size()));
   Matrix logits;
@@ -111,7 +111,7 @@ std::vector<std::vector<float>> raw_logits(const Transformer& t, std::span<const
 // A model and source with `property` (given greedy search's output under `options`),
 // found by trying random sources on models of a few seeds; nullopt if none has it.
 struct Case {
-  std::shared_ptr<const Model> model;
+  std::shared_ptr<const LoadedModel> model;
   std::vector<int> source;
   Hypothesis greedy;
 };
@@ -256,7 +256,7 @@ struct NaiveGreedy {
 // is independent of engine/search.cpp.
 NaiveGreedy naive_greedy(const Transformer& t, std::span<const int> source, Index max_length) {
   const std::vector<std::vector<int>> sources{std::vector<int>(source.begin(), source.end())};
-  const EncoderOutput memory = encode_batch(t, sources);
+  const EncodedBatch memory = encode_batch(t, sources);
   DecoderState state;
   t.decoder.start(state, memory, std::vector<Index>{0}, 1, max_length);
   Matrix logits;
@@ -624,7 +624,7 @@ TEST(BatchedSearch, EachPairScoresAsItWouldAlone) {
     std::vector<std::vector<int>> targets;
     for (std::size_t i = 0; i < sources.size(); ++i)
       targets.push_back(random_source(rng, 1 + static_cast<Index>((i * 7) % 20), t));
-    const std::vector<ScoreResult> batch = score_batch(t, sources, targets);
+    const std::vector<Score> batch = score_batch(t, sources, targets);
     ASSERT_EQ(batch.size(), sources.size());
     for (std::size_t i = 0; i < sources.size(); ++i) {
       SCOPED_TRACE("pair " + std::to_string(i));
@@ -632,7 +632,7 @@ TEST(BatchedSearch, EachPairScoresAsItWouldAlone) {
       const std::vector<float> alone = score_target(t, sources[i], targets[i]);
       ASSERT_EQ(batch[i].token_logprobs.size(), targets[i].size());
       reference::expect_close(batch[i].token_logprobs, reference::to_double(alone), 1e-4, 0.0);
-      EXPECT_NEAR(batch[i].score, sum(batch[i].token_logprobs), 1e-9);
+      EXPECT_NEAR(batch[i].logprob, sum(batch[i].token_logprobs), 1e-9);
     }
   }
 }
@@ -685,7 +685,7 @@ TEST(BatchedSearch, DecoderOnlyPromptsContinueAsTheyWouldAlone) {
     std::vector<std::vector<int>> scored;
     for (const auto& p : prompts)
       if (p.size() >= 2) scored.push_back(p);
-    const std::vector<ScoreResult> together = score_batch(t, {}, scored);
+    const std::vector<Score> together = score_batch(t, {}, scored);
     for (std::size_t i = 0; i < scored.size(); ++i) {
       ASSERT_TRUE(together[i].ok()) << together[i].error;
       reference::expect_close(together[i].token_logprobs, reference::to_double(score_target(t, {}, scored[i])), 1e-4, 0.0);
@@ -791,7 +791,7 @@ TEST(BatchedSearch, BadSourcesFailAloneNotTheBatch) {
   // Scoring too: a bad target fails its own pair only.
   const std::vector<std::vector<int>> score_sources = {{5, 9, 3, 1}, {4, 1}, {7, 2, 1}};
   const std::vector<std::vector<int>> targets = {{3, 4, 1}, {3, 99, 1}, {}};
-  const std::vector<ScoreResult> scored = score_batch(t, score_sources, targets);
+  const std::vector<Score> scored = score_batch(t, score_sources, targets);
   ASSERT_EQ(scored.size(), 3u);
   ASSERT_TRUE(scored[0].ok()) << scored[0].error;
   reference::expect_close(scored[0].token_logprobs, reference::to_double(score_target(t, score_sources[0], targets[0])),
@@ -839,7 +839,7 @@ std::vector<double> hand_processed(std::span<const float> logits, std::span<cons
 // id) until eos or rules.max_length.
 NaiveGreedy hand_constrained_greedy(const Transformer& t, std::span<const int> source, const DecodingOptions& rules) {
   const std::vector<std::vector<int>> sources{std::vector<int>(source.begin(), source.end())};
-  const EncoderOutput memory = encode_batch(t, sources);
+  const EncodedBatch memory = encode_batch(t, sources);
   DecoderState state;
   t.decoder.start(state, memory, std::vector<Index>{0}, 1, rules.max_length);
   Matrix logits;

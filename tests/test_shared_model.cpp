@@ -12,9 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "engine/thread_pool.h"
 #include "engine/blas.h"
-#include "models/generator.h"
-#include "models/translator.h"
+#include "models/api/internal.h"
+#include "models/api/internal.h"
 
 namespace ordo {
 namespace {
@@ -29,7 +30,7 @@ std::string bits(double value) {
 }
 
 // Everything a hypothesis carries, exactly.
-std::string describe(const TranslatedHypothesis& h) {
+std::string describe(const Hypothesis& h) {
   // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on " " + string.
   std::string text = h.text;
   text += " |";
@@ -45,7 +46,7 @@ std::vector<std::string> describe_all(const std::vector<Result>& results) {
   std::vector<std::string> out;
   for (const Result& r : results) {
     out.push_back(r.error);
-    for (const TranslatedHypothesis& h : r.hypotheses) out.push_back(describe(h));
+    for (const Hypothesis& h : r.hypotheses) out.push_back(describe(h));
   }
   return out;
 }
@@ -82,7 +83,7 @@ void expect_concurrent_equals_serial(const Call& call) {
 // Translations with beam 3 and 2-best lists: each thread its own 5 sentences, through
 // translate_batch, and one of them again through translate().
 TEST(SharedModel, EightThreadsShareOneTranslator) {
-  blas::set_num_threads(2);
+  threads::set_count(2);
   const auto model = Model::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal");
   TranslatorOptions options;
   options.decoding.beam_size = 3;
@@ -94,8 +95,8 @@ TEST(SharedModel, EightThreadsShareOneTranslator) {
   expect_concurrent_equals_serial([&](std::size_t i) {
     const std::span<const std::string> mine = std::span(sources).subspan(5 * i, 5);
     auto result = describe_all(translator.translate_batch(mine));
-    const Translation single = translator.translate(mine.front());
-    for (const TranslatedHypothesis& h : single.hypotheses) result.push_back(describe(h));
+    const Translation single = translator.translate_detailed(mine.front());
+    for (const Hypothesis& h : single.hypotheses) result.push_back(describe(h));
     return result;
   });
 }
@@ -103,7 +104,7 @@ TEST(SharedModel, EightThreadsShareOneTranslator) {
 // The shipped LLaMA-layout model continuing different prompts by sampling (seeded per
 // prompt, so the draws are deterministic), each thread its own 3 prompts.
 TEST(SharedModel, EightThreadsShareOneGenerator) {
-  blas::set_num_threads(2);
+  threads::set_count(2);
   const auto model = Model::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "german-llama");
   GeneratorOptions options;
   options.decoding.sample = true;

@@ -22,7 +22,7 @@
 
 #include "engine/search.h"
 #include "tests/greedy.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/cli_runner.h"
 #include "tests/reference.h"
 
@@ -34,14 +34,14 @@ using testing_support::run_ordo;
 
 fs::path weights_dir() { return fs::path(ORDO_SOURCE_DIR) / "weights"; }
 
-std::shared_ptr<const Model> shipped(const std::string& name) {
-  static std::map<std::string, std::shared_ptr<const Model>> cache;
+std::shared_ptr<const LoadedModel> shipped(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const LoadedModel>> cache;
   auto& model = cache[name];
-  if (!model) model = Model::load(weights_dir() / name);
+  if (!model) model = LoadedModel::load(weights_dir() / name);
   return model;
 }
 
-std::string translate(const Model& model, const std::string& text) {
+std::string translate(const LoadedModel& model, const std::string& text) {
   return model.detokenize_target(testing_support::greedy(model.transformer(), model.tokenize_source(text)).ids);
 }
 
@@ -199,7 +199,7 @@ TEST(Showcase, CompareReportsSimilarityOneOnlyWithoutPositions) {
   EXPECT_NE(table.out.find("▁cats"), std::string::npos);
 }
 
-double exact_match(const Model& model, const std::vector<std::pair<std::string, std::string>>& pairs) {
+double exact_match(const LoadedModel& model, const std::vector<std::pair<std::string, std::string>>& pairs) {
   std::size_t right = 0;
   for (const auto& [source, reference] : pairs) right += translate(model, source) == reference;
   return static_cast<double>(right) / static_cast<double>(pairs.size());

@@ -12,7 +12,7 @@
 
 #include "engine/search.h"
 #include "tests/greedy.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
 
@@ -23,10 +23,10 @@ using testing_support::temp_dir;
 using testing_support::tiny_config;
 using testing_support::write_random_model;
 
-std::shared_ptr<const Model> random_model(nlohmann::json config, unsigned seed = 3) {
+std::shared_ptr<const LoadedModel> random_model(nlohmann::json config, unsigned seed = 3) {
   const auto dir = temp_dir("transformer");
   write_random_model(dir, config, seed);
-  return Model::load(dir);
+  return LoadedModel::load(dir);
 }
 
 nlohmann::json with(nlohmann::json config, const nlohmann::json& changes) {
@@ -76,7 +76,7 @@ TEST(Transformer, IncrementalDecodingMatchesAllAtOnce) {
     const std::vector<int> target = {0, 4, 8, 15, 16, 2, 22};
 
     const std::vector<std::vector<int>> sources{source};
-    const EncoderOutput memory = encode_batch(t, sources);
+    const EncodedBatch memory = encode_batch(t, sources);
     const std::vector<Index> source_of{0};
     const std::vector<Index> lengths{static_cast<Index>(target.size())};
 
@@ -105,8 +105,8 @@ TEST(Transformer, PaddingInABatchIsInvisible) {
     const std::vector<int> source = {5, 9, 3, 17, 1};
     const std::vector<std::vector<int>> alone{source};
     const std::vector<std::vector<int>> batch{{4, 4, 6, 7, 8, 9, 10, 1}, source};
-    const EncoderOutput plain = encode_batch(t, alone);
-    const EncoderOutput padded = encode_batch(t, batch);
+    const EncodedBatch plain = encode_batch(t, alone);
+    const EncodedBatch padded = encode_batch(t, batch);
     ASSERT_EQ(padded.rows_per_source, 8);
     reference::expect_close(padded.source(1), plain.source(0), 1e-5, 1e-5);
 
@@ -168,7 +168,7 @@ TEST(Transformer, GreedyScoresMatchTeacherForcing) {
     forced.insert(forced.end(), best.ids.begin(), best.ids.end() - 1);
     const Index steps = static_cast<Index>(forced.size());
     const std::vector<std::vector<int>> sources{source};
-    const EncoderOutput memory = encode_batch(t, sources);
+    const EncodedBatch memory = encode_batch(t, sources);
     const std::vector<Index> source_of{0}, lengths{steps};
     DecoderState state;
     t.decoder.start(state, memory, source_of, 1, steps);
@@ -251,7 +251,7 @@ TEST(Transformer, NonFiniteLogitsAreReported) {
     for (NamedTensor& t : tensors)
       if (t.name == "model.decoder.layers.0.fc2.bias" || t.name == "model.decoder.layers.1.fc2.bias") t.values[0] = 3e38f;
   });
-  const auto model = Model::load(dir);
+  const auto model = LoadedModel::load(dir);
   const std::string message = reference::error_message(
       [&] { testing_support::greedy(model->transformer(), std::vector<int>{5, 1}); });
   EXPECT_NE(message.find("non-finite logits at step 0"), std::string::npos) << message;
@@ -277,7 +277,7 @@ TEST(Transformer, AllImpossibleTokensAreReported) {
       if (t.name == "model.decoder.layers.1.final_layer_norm.bias") std::fill(t.values.begin(), t.values.end(), 1.0f);
     }
   });
-  const auto model = Model::load(dir);
+  const auto model = LoadedModel::load(dir);
   EXPECT_NE(reference::error_message([&] { testing_support::greedy(model->transformer(), std::vector<int>{5, 1}); })
                 .find("every token has probability 0 at step 0"),
             std::string::npos);

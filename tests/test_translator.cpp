@@ -9,8 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "engine/thread_pool.h"
 #include "engine/blas.h"
-#include "models/translator.h"
+#include "models/api/internal.h"
 
 namespace ordo {
 namespace {
@@ -38,7 +39,7 @@ std::vector<std::string> texts(const std::vector<Translation>& translations) {
 // Scores are compared exactly: each call decodes the same batches whichever thread
 // runs it, and OpenBLAS is pinned to one thread so no GEMM splits differently.
 TEST(Translator, ConcurrentCallsGiveWhatSerialCallsGive) {
-  blas::set_num_threads(1);
+  threads::set_count(1);
   auto model = Model::load(std::filesystem::path(ORDO_SOURCE_DIR) / "weights" / "sinusoidal");
   TranslatorOptions options;
   options.decoding.beam_size = 2;

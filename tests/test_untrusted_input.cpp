@@ -23,13 +23,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
-#include "models/generator.h"
-#include "models/model.h"
-#include "models/translator.h"
+#include "models/api/internal.h"
+#include "models/loaded_model.h"
+#include "models/api/internal.h"
 #include "tests/cli_runner.h"
 #include "tests/sanitizers.h"
 #include "tests/model_factory.h"
-#include "tokenizer/input_text.h"
+#include "engine/input_text.h"
 #include "tools/cli/number_flags.h"
 
 namespace ordo {
@@ -277,9 +277,9 @@ TEST(UntrustedInput, LongLinesAreRefusedOrCutNeverSilently) {
 
 // The default is the model's own limit: a learned table's positions, else 4096.
 TEST(UntrustedInput, TheDefaultLimitIsTheModels) {
-  const auto learned = Model::load(kWeights / "learned");
-  const auto sinusoidal = Model::load(kWeights / "sinusoidal");
-  const auto llama = Model::load(kWeights / "german-llama");
+  const auto learned = LoadedModel::load(kWeights / "learned");
+  const auto sinusoidal = LoadedModel::load(kWeights / "sinusoidal");
+  const auto llama = LoadedModel::load(kWeights / "german-llama");
   EXPECT_EQ(learned->max_source_tokens(), 45);
   EXPECT_EQ(sinusoidal->max_source_tokens(), 4096);
   EXPECT_EQ(llama->max_prompt_tokens(), 4096);  // RoPE: max_position_embeddings is informational
@@ -309,14 +309,14 @@ TEST(UntrustedInput, TheDefaultLimitIsTheModels) {
 // The library has the limit too: bounded tokenizing gives exactly the ends of the whole
 // text's ids, a source keeps its start, a prompt its end.
 TEST(UntrustedInput, TheLibraryCutsSourcesAtTheStartAndPromptsAtTheEnd) {
-  const auto model = Model::load(kWeights / "sinusoidal");
+  const auto model = LoadedModel::load(kWeights / "sinusoidal");
   std::string text;
   for (int i = 0; i < 400; ++i) text += (i % 2 ? "the big dog sees a small cat " : "cats chase dogs ");
   const std::vector<int> whole = model->tokenize_source(text);  // eos included
   ASSERT_GT(whole.size(), 1000u);
   for (const Index limit : {Index{2}, Index{10}, Index{700}}) {
     SCOPED_TRACE(limit);
-    const Model::TokenizedInput cut = model->tokenize_source(text, {limit, true});
+    const LoadedModel::TokenizedInput cut = model->tokenize_source(text, {limit, true});
     EXPECT_TRUE(cut.truncated);
     ASSERT_EQ(cut.ids.size(), static_cast<std::size_t>(limit));
     EXPECT_TRUE(std::equal(cut.ids.begin(), cut.ids.end() - 1, whole.begin()));
@@ -324,15 +324,15 @@ TEST(UntrustedInput, TheLibraryCutsSourcesAtTheStartAndPromptsAtTheEnd) {
     EXPECT_TRUE(contains(message_of([&] { model->tokenize_source(text, {limit, false}); }),
                          "has more than " + std::to_string(limit) + " tokens"));
   }
-  const Model::TokenizedInput exact = model->tokenize_source(text, {static_cast<Index>(whole.size()), false});
+  const LoadedModel::TokenizedInput exact = model->tokenize_source(text, {static_cast<Index>(whole.size()), false});
   EXPECT_EQ(exact.ids, whole);
   EXPECT_FALSE(exact.truncated);
 
-  const auto llama = Model::load(kWeights / "german-llama");
+  const auto llama = LoadedModel::load(kWeights / "german-llama");
   std::string prompt;
   for (int i = 0; i < 300; ++i) prompt += "Die Katze jagt den Hund . ";
   const std::vector<int> full = llama->tokenize_prompt(prompt, true);  // bos first
-  const Model::TokenizedInput end = llama->tokenize_prompt(prompt, true, {50, true});
+  const LoadedModel::TokenizedInput end = llama->tokenize_prompt(prompt, true, {50, true});
   ASSERT_EQ(end.ids.size(), 50u);
   EXPECT_EQ(end.ids.front(), full.front());  // bos stays
   EXPECT_TRUE(std::equal(end.ids.begin() + 1, end.ids.end(), full.end() - 49));
@@ -343,14 +343,15 @@ TEST(UntrustedInput, TheLibraryCutsSourcesAtTheStartAndPromptsAtTheEnd) {
   EXPECT_THROW(Translator(Model::load(kWeights / "learned"), options), OptionError);
   options.max_input_tokens = 5;
   options.truncate = true;
-  const Translation t = Translator(model, options).translate("cats chase dogs and cats chase dogs");
+  const Translation t =
+      Translator(detail::public_model(model), options).translate_detailed("cats chase dogs and cats chase dogs");
   EXPECT_TRUE(t.truncated);
   EXPECT_EQ(t.source_ids.size(), 5u);
   GeneratorOptions generator_options;
   generator_options.max_input_tokens = 4;
   generator_options.truncate = true;
   generator_options.decoding.max_length = 2;
-  const Generation g = Generator(llama, generator_options).generate("Die Katze jagt den Hund");
+  const Generation g = Generator(detail::public_model(llama), generator_options).generate_detailed("Die Katze jagt den Hund");
   EXPECT_TRUE(g.truncated);
   EXPECT_EQ(g.prompt_ids.size(), 4u);
 }

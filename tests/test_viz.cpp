@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
 #include "tools/viz/heatmap.h"
@@ -110,7 +110,7 @@ TEST_F(Viz, RopeCsvIsTheCosSinTable) {
 TEST_F(Viz, LearnedCsvIsTheModelsTable) {
   const auto r = run_ordo("viz pe --scheme learned --model " + weights("learned") + " --out " + out("learned.csv"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto model = Model::load(fs::path(ORDO_SOURCE_DIR) / "weights" / "learned");
+  const auto model = LoadedModel::load(fs::path(ORDO_SOURCE_DIR) / "weights" / "learned");
   const TensorView table = model->weights().get("model.encoder.embed_positions.weight");
   const Csv csv = read_csv(dir / "learned.csv");
   ASSERT_EQ(static_cast<Index>(csv.cells.size()), table.dim(0));  // the whole table (offset 0)

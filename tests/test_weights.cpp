@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "models/tensor_names.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
@@ -20,7 +20,7 @@ std::string load_error(const nlohmann::json& config,
                        const std::function<void(std::vector<NamedTensor>&)>& edit) {
   const auto dir = temp_dir("weights");
   write_random_model(dir, config, 1, edit);
-  return reference::error_message([&] { Model::load(dir, nullptr); });
+  return reference::error_message([&] { LoadedModel::load(dir, nullptr); });
 }
 
 void drop_tensor(std::vector<NamedTensor>& tensors, const std::string& name) {
@@ -83,7 +83,7 @@ TEST(Weights, UnusedTensorIsWarnedAboutAndListed) {
     tensors.push_back({"model.encoder.embed_positions.weight", {40, 16}, std::vector<float>(640, 0.f)});
   });
   std::vector<std::string> warnings;
-  const auto model = Model::load(dir, [&](const std::string& w) { warnings.push_back(w); });
+  const auto model = LoadedModel::load(dir, [&](const std::string& w) { warnings.push_back(w); });
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("model.encoder.embed_positions.weight"), std::string::npos);
   EXPECT_EQ(model->weights().unused(), std::vector<std::string>{"model.encoder.embed_positions.weight"});
@@ -92,7 +92,7 @@ TEST(Weights, UnusedTensorIsWarnedAboutAndListed) {
 TEST(Weights, ParameterCountCoversEveryBoundTensor) {
   const auto dir = temp_dir("weights");
   write_random_model(dir, tiny_config());
-  const auto model = Model::load(dir, nullptr);
+  const auto model = LoadedModel::load(dir, nullptr);
   Index expected = 0;  // the factory writes optional tensors (final_logits_bias) too
   for (const auto& spec : expected_tensors(model->config())) expected += element_count(spec.shape);
   EXPECT_EQ(model->weights().parameter_count(), expected);
@@ -100,20 +100,20 @@ TEST(Weights, ParameterCountCoversEveryBoundTensor) {
 
 TEST(Weights, ModelDirectoryErrors) {
   const auto empty = temp_dir("weights");
-  EXPECT_NE(reference::error_message([&] { Model::load(empty / "nope", nullptr); }).find("not a model directory"),
+  EXPECT_NE(reference::error_message([&] { LoadedModel::load(empty / "nope", nullptr); }).find("not a model directory"),
             std::string::npos);
-  EXPECT_NE(reference::error_message([&] { Model::load(empty, nullptr); }).find("config.json"), std::string::npos);
+  EXPECT_NE(reference::error_message([&] { LoadedModel::load(empty, nullptr); }).find("config.json"), std::string::npos);
 
   const auto dir = temp_dir("weights");
   write_random_model(dir, tiny_config());
   std::ofstream(dir / "tokenizer.model") << "this is not a sentencepiece model";
-  EXPECT_NE(reference::error_message([&] { Model::load(dir, nullptr); }).find("tokenizer.model"), std::string::npos);
+  EXPECT_NE(reference::error_message([&] { LoadedModel::load(dir, nullptr); }).find("tokenizer.model"), std::string::npos);
 }
 
 TEST(Weights, NoTokenizerMeansIdsOnly) {
   const auto dir = temp_dir("weights");
   write_random_model(dir, tiny_config());
-  const auto model = Model::load(dir, nullptr);
+  const auto model = LoadedModel::load(dir, nullptr);
   EXPECT_FALSE(model->has_tokenizer());
   const std::string message = reference::error_message([&] { model->tokenize_source("cats"); });
   EXPECT_NE(message.find("--source-ids"), std::string::npos) << message;

@@ -6,7 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/regular_file.h"
-#include "tokenizer/input_text.h"
+#include "engine/input_text.h"
 
 namespace ordo {
 

@@ -3,27 +3,20 @@
 // it recorded copied out as plain matrices labelled with their tokens.
 #include "engine/attention_recorder.h"
 #include "engine/search.h"
-// The engine's headers before internal.h, which includes the public API (see there).
 #include "models/api/internal.h"
 
-namespace ordo::api::detail {
+namespace ordo::detail {
 
-namespace {
-
-AttentionKind to_public(ordo::AttentionKind kind) {
-  switch (kind) {
-    case ordo::AttentionKind::Encoder: return AttentionKind::Encoder;
-    case ordo::AttentionKind::Decoder: return AttentionKind::Decoder;
-    case ordo::AttentionKind::Cross: return AttentionKind::Cross;
-  }
-  throw Error("attention", "an attention kind the public API does not know");
-}
-
-}  // namespace
-
-Attention record_attention(const ordo::Model& model, const std::vector<int>& source,
+Attention record_attention(const LoadedModel& model, const std::vector<int>& source,
                            const std::vector<int>& decoder_input) {
   const Transformer& transformer = model.transformer();
+  // Ids may come from a program (Translator::attention_ids): checked as a decode checks them.
+  if (!transformer.decoder_only()) check_source(transformer, source);
+  for (const int id : decoder_input)
+    if (id < 0 || id >= transformer.decoder.vocab_size())
+      throw Error("attention", "target id " + std::to_string(id) + " is outside the vocabulary of " +
+                                   std::to_string(transformer.decoder.vocab_size()) + " tokens");
+  transformer.decoder.check_length(static_cast<Index>(decoder_input.size()));
   AttentionRecorder recorder;
   const std::vector<Index> source_of{0};
   DecoderState state;
@@ -35,7 +28,7 @@ Attention record_attention(const ordo::Model& model, const std::vector<int>& sou
     const std::vector<Index> first_steps{0}, lengths{length};
     EncoderWorkspace workspace;
     workspace.attention.observer = &recorder;
-    ordo::EncoderOutput memory;
+    EncodedBatch memory;
     transformer.encoder->encode(source, BatchRows{length, first_steps, lengths}, workspace, memory.states);
     memory.lengths = lengths;
     memory.rows_per_source = length;
@@ -52,7 +45,7 @@ Attention record_attention(const ordo::Model& model, const std::vector<int>& sou
   for (const AttentionRecorder::Key& key : recorder.keys()) {
     const Matrix& p = recorder.at(key);
     AttentionMatrix m;
-    m.kind = to_public(key.kind);
+    m.kind = key.kind;
     m.layer = static_cast<int>(key.layer);
     m.head = static_cast<int>(key.head);
     m.rows = static_cast<int>(p.rows());
@@ -63,4 +56,4 @@ Attention record_attention(const ordo::Model& model, const std::vector<int>& sou
   return result;
 }
 
-}  // namespace ordo::api::detail
+}  // namespace ordo::detail

@@ -1,66 +1,293 @@
-// ordo::Generator (public): the engine's Generator behind a stable face.
+// ordo::Generator: a prompt in, its continuation out. A decoder-only model continues
+// the prompt; an encoder-decoder model continues a forced target prefix (the prompt) of
+// the translation of a source. Every option of DecodingOptions applies (beams,
+// sampling, constraints).
+#include <algorithm>
+
+#include "engine/decoding_options.h"
+#include "engine/error.h"
+#include "engine/limits.h"
+#include "engine/search.h"
 #include "models/api/internal.h"
+#include "engine/input_text.h"
 
-namespace ordo::api {
-
-Generator::Generator(const Model& model, const GeneratorOptions& options)
-    : impl_(std::make_shared<const Impl>(
-          Impl{model, options, ordo::Generator(model.impl_->model, detail::to_engine(options))})) {}
+namespace ordo {
 
 namespace {
+
+constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+
+// The ids up to and including the first eos: what a continuation's text is made of.
+std::span<const int> until_eos(const SpecialTokens& tokens, std::span<const int> ids) {
+  const auto end = std::find_if(ids.begin(), ids.end(), [&](int id) { return tokens.is_eos(id); });
+  return ids.first(static_cast<std::size_t>(end - ids.begin()));
+}
+
+// A decoder-only model's prompt (bos first when asked), or an encoder-decoder model's
+// forced target prefix, which may be blank (decoder_start plays bos's part).
+LoadedModel::TokenizedInput prompt_ids(const LoadedModel& model, std::string_view prompt, bool add_bos,
+                                       const LoadedModel::InputLimit& limit) {
+  if (model.transformer().decoder_only()) return model.tokenize_prompt(prompt, add_bos, limit);
+  if (is_blank(prompt)) return {};
+  return model.tokenize_prompt(prompt, false, limit);
+}
+
+// An encoder-decoder model continues the translation of one source per prompt; a
+// decoder-only model reads none.
+void check_sources(const Transformer& model, std::size_t prompts, std::size_t sources) {
+  if (model.decoder_only() && sources > 0)
+    throw Error("generate", "this model is decoder-only: it continues prompts and reads no source");
+  if (!model.decoder_only() && sources != prompts)
+    throw Error("generate", "an encoder-decoder model needs one source per prompt; got " + std::to_string(sources) +
+                                " for " + std::to_string(prompts));
+}
+
 // An encoder-decoder model continues the translation of a source: without one there is
-// nothing to continue (the engine would call the blank source "input text: is empty").
-void require_source(const ordo::Model& model, std::string_view source) {
+// nothing to continue (the tokenizer would call the blank source "input text: is empty").
+void require_source(const LoadedModel& model, std::string_view source) {
   if (!model.transformer().decoder_only() && source.empty())
     throw Error("generate", "this is an encoder-decoder model: it continues the translation of a source, and none "
                             "was given",
                 "call generate_detailed(prompt, source) with the sentence to translate (the prompt is then the "
                 "start of its translation), or ordo::Translator to translate it whole");
 }
+
+LoadedModel::InputLimit input_limit(const GeneratorOptions& options) {
+  return {options.max_input_tokens, options.truncate};
+}
+
+// The limit on a prompt: input_limit, and with truncate, short enough that max_length
+// new tokens still fit. Cutting a prompt to all the positions would leave room for one
+// new token; the last one is never fed back.
+LoadedModel::InputLimit prompt_limit(const LoadedModel& model, const GeneratorOptions& options) {
+  LoadedModel::InputLimit limit = input_limit(options);
+  if (!limit.truncate) return limit;
+  const Index wanted = options.decoding.max_length > 0 ? options.decoding.max_length : kAutomaticGenerationLength;
+  const Index room = model.max_prompt_tokens() - wanted + 1;
+  const Index bound = limit.max_tokens > 0 ? limit.max_tokens : model.max_prompt_tokens();
+  if (room >= 2) limit.max_tokens = std::min(bound, room);
+  return limit;
+}
+
+// The text `generated` adds after `prompt` (leading space included), both in ids.
+std::string continuation_text(const LoadedModel& model, std::span<const int> prompt,
+                              std::span<const int> generated) {
+  const std::span<const int> kept = until_eos(model.transformer().tokens, generated);
+  if (kept.empty()) return "";
+  // Decoded in context, so that the space a word piece carries ("▁Hund") shows up
+  // between the prompt and the continuation; the prompt's own text is then cut off.
+  std::vector<int> all(prompt.begin(), prompt.end());
+  all.insert(all.end(), kept.begin(), kept.end());
+  const std::string whole = model.detokenize_target(all);
+  const std::string before = model.detokenize_target(prompt);
+  if (whole.starts_with(before)) return whole.substr(before.size());
+  return model.detokenize_target(kept);  // the pieces merged across the boundary
+}
+
+// Decodes every request that is still open (prepared, no error, no hypotheses), each
+// sampling from stream first_index + its position; fills in the continuations' texts.
+std::vector<Generation> decode_open(const Generator::Impl& impl, std::vector<Generation> requests,
+                                    std::uint64_t first_index) {
+  const LoadedModel& model = detail::loaded(impl.model);
+  std::vector<std::size_t> open;
+  std::vector<DecodeRequest> decode;
+  std::vector<std::uint64_t> streams;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].ok() && requests[i].hypotheses.empty()) {
+      open.push_back(i);
+      decode.push_back({requests[i].source_ids, requests[i].prompt_ids});
+      streams.push_back(first_index + i);
+    }
+  if (decode.empty()) return requests;
+  WorkspacePool::Lease workspace = impl.workspaces->borrow();
+  std::vector<DecodeResult> decoded =
+      decode_many(model.transformer(), decode, impl.options.decoding, impl.options.batch_size, streams, *workspace);
+  for (std::size_t k = 0; k < open.size(); ++k) {
+    Generation& r = requests[open[k]];
+    if (!decoded[k].ok()) {
+      r.error = std::move(decoded[k].error);
+      continue;
+    }
+    try {
+      for (Hypothesis& h : decoded[k].hypotheses)
+        if (model.has_tokenizer()) h.text = continuation_text(model, r.prompt_ids, h.ids);
+      r.hypotheses = std::move(decoded[k].hypotheses);
+    } catch (const Error& e) {  // an id the tokenizer lacks (a model vocabulary larger than it)
+      r.hypotheses.clear();
+      r.error = e.what();
+    }
+  }
+  return requests;
+}
+
 }  // namespace
 
+void GeneratorOptions::validate() const {
+  decoding.validate();
+  check_batch_size(batch_size);
+  detail::check_max_input_tokens(max_input_tokens);
+}
+
+Generator::Generator(const Model& model, const GeneratorOptions& options)
+    : impl_(std::make_shared<const Impl>(Impl{model, options})) {
+  const LoadedModel& loaded = detail::loaded(model);
+  options.validate();
+  detail::check_max_input_tokens(options.max_input_tokens, loaded.max_prompt_tokens(), "prompt");
+  if (!loaded.transformer().decoder_only())
+    detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
+}
+
 std::string Generator::generate(std::string_view prompt, const TextCallback& on_text) const {
-  require_source(impl_->generator.model(), {});
-  return impl_->generator.generate(prompt, {}, on_text).best().text;
+  require_source(detail::loaded(impl_->model), {});
+  return generate_prepared(prepare(prompt), on_text).best().text;
 }
 
 Generation Generator::generate_detailed(std::string_view prompt, std::string_view source) const {
-  require_source(impl_->generator.model(), source);
-  return detail::to_public(impl_->generator.generate(prompt, source));
+  require_source(detail::loaded(impl_->model), source);
+  return generate_prepared(prepare(prompt, source));
 }
 
-namespace {
-std::vector<Generation> to_public(std::vector<ordo::Generation> generations) {
-  std::vector<Generation> result;
-  result.reserve(generations.size());
-  for (auto& g : generations) result.push_back(detail::to_public(std::move(g)));
+Generation Generator::prepare(std::string_view prompt, std::string_view source) const {
+  const LoadedModel& model = detail::loaded(impl_->model);
+  Generation request;
+  request.prompt = std::string(prompt);
+  request.source = std::string(source);
+  if (model.transformer().decoder_only() && !source.empty())
+    throw Error("generate", "this model is decoder-only: it continues a prompt and reads no source");
+  try {
+    LoadedModel::TokenizedInput ids =
+        prompt_ids(model, prompt, impl_->options.add_bos, prompt_limit(model, impl_->options));
+    request.prompt_ids = std::move(ids.ids);
+    request.truncated = ids.truncated;
+    if (!model.transformer().decoder_only()) {
+      ids = model.tokenize_source(source, input_limit(impl_->options));
+      request.source_ids = std::move(ids.ids);
+      request.truncated = request.truncated || ids.truncated;
+    }
+  } catch (const Error& e) {
+    request.error = e.what();
+  }
+  return request;
+}
+
+Generation Generator::generate_prepared(Generation request, const TextCallback& on_text, std::uint64_t index) const {
+  if (!request.ok()) throw Error(request.error);
+  const LoadedModel& model = detail::loaded(impl_->model);
+  const DecodingOptions& decoding = impl_->options.decoding;
+  const DecodeRequest decode{request.source_ids, request.prompt_ids};
+  WorkspacePool::Lease workspace = impl_->workspaces->borrow();
+  std::vector<int> streamed;
+  std::string shown;
+  TokenCallback on_token;
+  if (on_text && decoding.beam_size == 1)
+    on_token = [&](std::size_t, int token) {
+      streamed.push_back(token);
+      const std::string decoded = continuation_text(model, request.prompt_ids, streamed);
+      std::string_view text = decoded;
+      // A byte piece that begins a character (byte-fallback tokenizers) decodes as
+      // U+FFFD until the rest of the character arrives: hold a trailing one back.
+      while (text.ends_with(kReplacementCharacter)) text.remove_suffix(kReplacementCharacter.size());
+      // Pieces only ever extend the text; print what is new.
+      if (text.size() > shown.size() && text.starts_with(shown)) {
+        on_text(text.substr(shown.size()));
+        shown = text;
+      }
+    };
+  DecodeResult result = std::move(
+      decode_requests(model.transformer(), std::span(&decode, 1), decoding, std::span(&index, 1), *workspace, on_token)
+          .front());
+  if (!result.ok()) throw Error(result.error);
+  for (Hypothesis& h : result.hypotheses) h.text = continuation_text(model, request.prompt_ids, h.ids);
+  request.hypotheses = std::move(result.hypotheses);
+  if (on_text && decoding.beam_size > 1) on_text(request.best().text);
+  // What was held back (a character that never completed) is part of the text too.
+  if (on_text && decoding.beam_size == 1) {
+    const std::string& text = request.best().text;
+    if (text.size() > shown.size() && text.starts_with(shown)) on_text(std::string_view(text).substr(shown.size()));
+  }
+  return request;
+}
+
+std::vector<Generation> Generator::generate_prepared_batch(std::vector<Generation> requests,
+                                                           std::uint64_t first_index) const {
+  return decode_open(*impl_, std::move(requests), first_index);
+}
+
+std::vector<Generation> Generator::generate_batch(std::span<const std::string> prompts,
+                                                  std::span<const std::string> sources,
+                                                  std::uint64_t first_index) const {
+  check_sources(detail::loaded(impl_->model).transformer(), prompts.size(), sources.size());
+  std::vector<Generation> requests;
+  requests.reserve(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    requests.push_back(prepare(prompts[i], sources.empty() ? std::string_view() : std::string_view(sources[i])));
+  return decode_open(*impl_, std::move(requests), first_index);
+}
+
+std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vector<int>> prompts,
+                                                      std::span<const std::vector<int>> sources,
+                                                      std::uint64_t first_index) const {
+  const LoadedModel& model = detail::loaded(impl_->model);
+  check_sources(model.transformer(), prompts.size(), sources.size());
+  std::vector<Generation> requests(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    Generation& r = requests[i];
+    r.prompt_ids = prompts[i];
+    if (!sources.empty()) r.source_ids = sources[i];
+    if (!model.has_tokenizer()) continue;
+    try {
+      r.prompt = model.detokenize_target(r.prompt_ids);
+      if (!r.source_ids.empty()) r.source = model.detokenize_source(r.source_ids);
+    } catch (const Error&) {
+      // Ids the tokenizer cannot spell: the texts stay empty, and the decoder checks
+      // the ids against the model's own vocabulary, with a message naming the input.
+    }
+  }
+  return decode_open(*impl_, std::move(requests), first_index);
+}
+
+Score Generator::score(std::string_view text) const {
+  const LoadedModel& model = detail::loaded(impl_->model);
+  // bos (when asked), the text, eos: the decoder reads all but eos, which is what a
+  // target's limit counts.
+  std::vector<int> ids;
+  if (impl_->options.add_bos && model.config().bos_token_id) ids.push_back(*model.config().bos_token_id);
+  const std::vector<int> target = model.tokenize_target(text, impl_->options.max_input_tokens);
+  ids.insert(ids.end(), target.begin(), target.end());
+  const std::vector<std::vector<int>> sequences{std::move(ids)};
+  Score result = std::move(score_ids_batch(sequences).front());
+  if (!result.ok()) throw Error(result.error);
   return result;
 }
-}  // namespace
 
-std::vector<Generation> Generator::generate_batch(std::span<const std::string> prompts) const {
-  return to_public(impl_->generator.generate_batch(prompts));
+std::vector<Score> Generator::score_ids_batch(std::span<const std::vector<int>> sequences) const {
+  const Transformer& transformer = detail::loaded(impl_->model).transformer();
+  if (!transformer.decoder_only())
+    throw Error("score", "this is an encoder-decoder model: a target is scored given a source",
+                "use ordo::Translator::score, or ordo score --source ... --target ...");
+  std::vector<Score> results;
+  results.reserve(sequences.size());
+  WorkspacePool::Lease workspace = impl_->workspaces->borrow();
+  const auto batch = static_cast<std::size_t>(impl_->options.batch_size);
+  for (std::size_t first = 0; first < sequences.size(); first += batch) {
+    const std::size_t count = std::min(batch, sequences.size() - first);
+    for (Score& scored : score_batch(transformer, {}, sequences.subspan(first, count), *workspace))
+      results.push_back(std::move(scored));
+  }
+  return results;
 }
-
-std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vector<int>> prompts) const {
-  return to_public(impl_->generator.generate_ids_batch(prompts));
-}
-
-Score Generator::score(std::string_view text) const { return detail::to_public(impl_->generator.score(text)); }
 
 Attention Generator::attention(std::string_view text) const {
-  const ordo::Model& model = impl_->generator.model();
+  const LoadedModel& model = detail::loaded(impl_->model);
   if (!model.transformer().decoder_only())
     throw Error("attention", "this is an encoder-decoder model: its attention is a source's and a target's",
                 "use ordo::Translator::attention(source, target)");
   // As score() reads it: bos (when asked), then the text.
-  return detail::record_attention(model, {},
-                                  model.tokenize_prompt(text, impl_->options.add_bos,
-                                                        {impl_->options.max_input_tokens, false}).ids);
+  return detail::record_attention(
+      model, {}, model.tokenize_prompt(text, impl_->options.add_bos, {impl_->options.max_input_tokens, false}).ids);
 }
 
 const Model& Generator::model() const noexcept { return impl_->model; }
-
 const GeneratorOptions& Generator::options() const noexcept { return impl_->options; }
 
-}  // namespace ordo::api
+}  // namespace ordo

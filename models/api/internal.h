@@ -1,62 +1,59 @@
-// What the public API's implementation shares: the engine's facades behind each public
-// class, and the conversions between the two sets of types.
-//
-// Both sets are named alike: the engine's are ordo::Model, ordo::Translator, ...; the
-// public ones ordo::api::Model, ... (spelled ordo::Model by programs through the
-// using-directive in the public headers). Here, inside namespace ordo::api, a plain
-// name means the public type and ordo::X the engine's: qualified lookup finds a
-// declaration in ordo itself before what a using-directive brings in. The engine's
-// headers come first: once the directive is seen, an unqualified Model inside plain
-// namespace ordo would be ambiguous.
+// What the public classes' implementations share: what each one holds behind its
+// opaque Impl, and the checks and helpers more than one of them needs. Not installed.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
-#include "engine/attention_recorder.h"
-#include "engine/error.h"
-#include "models/generator.h"
-#include "models/model.h"
-#include "models/translator.h"
-// The public API after the engine (see above).
+#include "engine/workspace_pool.h"
+#include "models/loaded_model.h"
 #include "ordo/ordo.hpp"
 
-namespace ordo::api {
+namespace ordo {
 
 struct Model::Impl {
-  std::shared_ptr<const ordo::Model> model;
+  std::shared_ptr<const LoadedModel> model;
 };
 
 struct Translator::Impl {
   Model model;
   TranslatorOptions options;
-  ordo::Translator translator;
+  // Decoding buffers, borrowed by one call at a time; copies of a Translator share them.
+  std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
 };
 
 struct Generator::Impl {
   Model model;
   GeneratorOptions options;
-  ordo::Generator generator;
+  std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
 };
 
 namespace detail {
 
-// The engine's model behind a public one.
-inline const std::shared_ptr<const ordo::Model>& engine_model(const Model::Impl& impl) { return impl.model; }
+// The loaded model behind a public handle, and a handle on a loaded model: for the
+// implementations here, and for the engine-level tools and tests that read its config,
+// weights or transformer.
+struct ModelAccess {
+  static const std::shared_ptr<const LoadedModel>& loaded(const Model& model) { return model.impl_->model; }
+  static Model wrap(std::shared_ptr<const LoadedModel> model) {
+    return Model(std::make_shared<const Model::Impl>(Model::Impl{std::move(model)}));
+  }
+};
+inline const LoadedModel& loaded(const Model& model) { return *ModelAccess::loaded(model); }
+inline Model public_model(std::shared_ptr<const LoadedModel> model) { return ModelAccess::wrap(std::move(model)); }
 
-ordo::DecodingOptions to_engine(const DecodingOptions& options);
-ordo::TranslatorOptions to_engine(const TranslatorOptions& options);
-ordo::GeneratorOptions to_engine(const GeneratorOptions& options);
-
-Hypothesis to_public(const ordo::TranslatedHypothesis& hypothesis);
-Translation to_public(ordo::Translation translation);
-Generation to_public(ordo::Generation generation);
-Score to_public(ordo::Scored scored);
+// Throws OptionError("max_input_tokens") unless the value is 0 or at least 2; the
+// second form also when it is more than `model_limit`, the tokens the model reads per
+// `what` ("source", "prompt").
+void check_max_input_tokens(Index max_input_tokens);
+void check_max_input_tokens(Index max_input_tokens, Index model_limit, const std::string& what);
 
 // Every head's attention while the decoder reads `decoder_input` (after encoding
 // `source`, unless the model is decoder-only), teacher-forced. Labels are the pieces.
-Attention record_attention(const ordo::Model& model, const std::vector<int>& source,
+Attention record_attention(const LoadedModel& model, const std::vector<int>& source,
                            const std::vector<int>& decoder_input);
 
 }  // namespace detail
 
-}  // namespace ordo::api
+}  // namespace ordo

@@ -1,43 +1,78 @@
-// ordo::Model (public): a shared handle on the engine's immutable model.
-// The engine's headers before internal.h, which includes the public API (see there).
-#include "engine/blas.h"
-#include "models/default_model.h"
-#include "models/api/internal.h"
+// ordo::Model: a shared handle on an immutable LoadedModel.
+#include <filesystem>
+#include <set>
 
-namespace ordo::api {
+#include <nlohmann/json.hpp>
+
+#include "engine/thread_pool.h"
+#include "models/api/internal.h"
+#include "models/safetensors.h"
+
+namespace ordo {
 
 Model::Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Model Model::load(const std::filesystem::path& directory, const WarningHandler& on_warning) {
-  const ordo::Model::WarningHandler warn = on_warning ? on_warning : ordo::Model::WarningHandler(ordo::Model::print_warning);
-  return Model(std::make_shared<const Impl>(Impl{ordo::Model::load(directory, warn)}));
+  const WarningHandler warn = on_warning ? on_warning : WarningHandler(LoadedModel::print_warning);
+  return detail::ModelAccess::wrap(LoadedModel::load(find_model_directory(directory.string()), warn));
 }
 
 Model Model::load_default(const WarningHandler& on_warning) { return load(default_model_directory(), on_warning); }
 
 const std::filesystem::path& Model::directory() const noexcept { return impl_->model->directory(); }
-
 const std::string& Model::model_type() const noexcept { return impl_->model->config().model_type; }
-
 bool Model::is_decoder_only() const noexcept { return impl_->model->transformer().decoder_only(); }
-
 bool Model::has_tokenizer() const noexcept { return impl_->model->has_tokenizer(); }
+std::optional<int> Model::bos_token_id() const noexcept { return impl_->model->config().bos_token_id; }
 
 int Model::max_input_tokens() const noexcept {
-  const ordo::Model& model = *impl_->model;
+  const LoadedModel& model = *impl_->model;
   return static_cast<int>(is_decoder_only() ? model.max_prompt_tokens() : model.max_source_tokens());
 }
 
 std::vector<int> Model::tokenize_source(std::string_view text) const { return impl_->model->tokenize_source(text); }
-
 std::vector<int> Model::tokenize_target(std::string_view text) const { return impl_->model->tokenize_target(text); }
-
+std::vector<int> Model::tokenize_prompt(std::string_view text, bool add_bos) const {
+  return impl_->model->tokenize_prompt(text, add_bos);
+}
 std::string Model::detokenize_source(std::span<const int> ids) const { return impl_->model->detokenize_source(ids); }
-
 std::string Model::detokenize_target(std::span<const int> ids) const { return impl_->model->detokenize_target(ids); }
+std::vector<std::string> Model::source_pieces(std::span<const int> ids) const {
+  return impl_->model->source_pieces(ids);
+}
+std::vector<std::string> Model::target_pieces(std::span<const int> ids) const {
+  return impl_->model->target_pieces(ids);
+}
 
-std::filesystem::path default_model_directory() { return ordo::default_model_directory(); }
 
-void set_threads(int threads) { blas::set_num_threads(threads); }
+ModelInfo Model::info() const {
+  const LoadedModel& model = *impl_->model;
+  const ModelConfig& config = model.config();
+  const WeightStore& weights = model.weights();
+  ModelInfo info;
+  info.family = std::string(family_name(config.family));
+  info.decoder_only = !config.has_encoder();
+  info.position_encoding = std::string(position_encoding_name(config.position_encoding));
+  info.attention_heads = static_cast<int>(config.decoder_attention_heads);
+  info.key_value_heads = static_cast<int>(config.num_key_value_heads);
+  info.config_json = config.to_json().dump();
+  info.parameters = weights.parameter_count();
+  const std::set<std::string> unused(weights.unused().begin(), weights.unused().end());
+  for (const SafetensorsFile& file : weights.files()) {
+    const std::string name = file.path().filename().string();
+    std::error_code error;
+    const std::uintmax_t bytes = std::filesystem::file_size(file.path(), error);
+    if (error) throw Error(file.path().string(), "cannot read its size: " + error.message());
+    info.weight_bytes += bytes;
+    info.weight_files.push_back(name);
+    for (const TensorInfo& tensor : file.tensors())
+      info.tensors.push_back({tensor.name, std::string(dtype_name(tensor.dtype)), tensor.shape, name,
+                              !unused.contains(tensor.name)});
+  }
+  if (model.has_tokenizer()) info.tokenizer_vocab_size = static_cast<int>(model.tokenizer_vocab_size());
+  return info;
+}
 
-}  // namespace ordo::api
+void set_threads(int threads) { threads::set_count(threads); }
+
+}  // namespace ordo

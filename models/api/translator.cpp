@@ -1,45 +1,170 @@
-// ordo::Translator (public): the engine's Translator behind a stable face.
+// ordo::Translator: text (or ids) in, translations out. Tokenize -> decode ->
+// detokenize lives here and nowhere else: the CLI, the tests and programs all come
+// through this class.
+#include <algorithm>
+
+#include "engine/error.h"
+#include "engine/limits.h"
+#include "engine/search.h"
 #include "models/api/internal.h"
+#include "engine/input_text.h"
 
-namespace ordo::api {
-
-Translator::Translator(const Model& model, const TranslatorOptions& options)
-    : impl_(std::make_shared<const Impl>(
-          Impl{model, options, ordo::Translator(model.impl_->model, detail::to_engine(options))})) {}
-
-std::string Translator::translate(std::string_view text) const {
-  return impl_->translator.translate(text).best().text;
-}
-
-Translation Translator::translate_detailed(std::string_view text) const {
-  return detail::to_public(impl_->translator.translate(text));
-}
+namespace ordo {
 
 namespace {
-std::vector<Translation> to_public(std::vector<ordo::Translation> translations) {
-  std::vector<Translation> result;
-  result.reserve(translations.size());
-  for (auto& t : translations) result.push_back(detail::to_public(std::move(t)));
-  return result;
+
+LoadedModel::InputLimit input_limit(const Translator::Impl& impl) {
+  return {impl.options.max_input_tokens, impl.options.truncate};
 }
+
+// Decodes every request that is still open (tokenized, not blank, no error), each
+// sampling from stream first_index + its position; fills in the hypotheses' texts.
+std::vector<Translation> decode_open(const Translator::Impl& impl, std::vector<Translation> requests,
+                                     std::uint64_t first_index) {
+  const LoadedModel& model = detail::loaded(impl.model);
+  std::vector<std::size_t> open;
+  std::vector<DecodeRequest> decode;
+  std::vector<std::uint64_t> streams;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].ok() && requests[i].hypotheses.empty()) {
+      open.push_back(i);
+      decode.push_back({requests[i].source_ids, {}});
+      streams.push_back(first_index + i);
+    }
+  if (decode.empty()) return requests;
+  WorkspacePool::Lease workspace = impl.workspaces->borrow();
+  std::vector<DecodeResult> decoded =
+      decode_many(model.transformer(), decode, impl.options.decoding, impl.options.batch_size, streams, *workspace);
+  for (std::size_t k = 0; k < open.size(); ++k) {
+    Translation& r = requests[open[k]];
+    DecodeResult& d = decoded[k];
+    if (!d.ok()) {
+      r.error = std::move(d.error);
+      continue;
+    }
+    try {
+      for (Hypothesis& h : d.hypotheses)
+        if (model.has_tokenizer()) h.text = model.detokenize_target(h.ids);
+      r.hypotheses = std::move(d.hypotheses);
+    } catch (const Error& e) {  // an id the tokenizer lacks (a model vocabulary larger than it): this source fails
+      r.hypotheses.clear();
+      r.error = e.what();
+    }
+  }
+  return requests;
+}
+
 }  // namespace
 
-std::vector<Translation> Translator::translate_batch(std::span<const std::string> lines) const {
-  return to_public(impl_->translator.translate_batch(lines));
+void TranslatorOptions::validate() const {
+  decoding.validate();
+  check_batch_size(batch_size);
+  detail::check_max_input_tokens(max_input_tokens);
 }
 
-std::vector<Translation> Translator::translate_ids_batch(std::span<const std::vector<int>> sources) const {
-  return to_public(impl_->translator.translate_ids_batch(sources));
+Translator::Translator(const Model& model, const TranslatorOptions& options)
+    : impl_(std::make_shared<const Impl>(Impl{model, options})) {
+  const LoadedModel& loaded = detail::loaded(model);
+  if (loaded.transformer().decoder_only())
+    throw Error(loaded.directory().string(),
+                "is a decoder-only model: it continues text rather than translating it",
+                "use ordo generate (ordo::Generator)");
+  options.validate();
+  detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
+}
+
+std::string Translator::translate(std::string_view text) const { return translate_detailed(text).best().text; }
+
+Translation Translator::translate_detailed(std::string_view text) const {
+  if (is_blank(text)) throw Error("input text", "is empty", "give a sentence to translate");
+  const std::vector<std::string> one{std::string(text)};
+  Translation result = std::move(translate_batch(one).front());
+  if (!result.ok()) throw Error(result.error);
+  return result;
+}
+
+std::vector<Translation> Translator::translate_batch(std::span<const std::string> lines,
+                                                     std::uint64_t first_index) const {
+  const LoadedModel& model = detail::loaded(impl_->model);
+  std::vector<Translation> requests(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    Translation& r = requests[i];
+    r.source = lines[i];
+    if (is_blank(r.source)) {  // nothing to translate: an empty translation, not an error
+      r.hypotheses.emplace_back().finished = true;
+      continue;
+    }
+    try {
+      LoadedModel::TokenizedInput source = model.tokenize_source(r.source, input_limit(*impl_));
+      r.source_ids = std::move(source.ids);
+      r.truncated = source.truncated;
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+  }
+  return decode_open(*impl_, std::move(requests), first_index);
+}
+
+std::vector<Translation> Translator::translate_ids_batch(std::span<const std::vector<int>> sources,
+                                                         std::uint64_t first_index) const {
+  const LoadedModel& model = detail::loaded(impl_->model);
+  std::vector<Translation> requests(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    requests[i].source_ids = sources[i];
+    if (model.has_tokenizer()) {
+      try {
+        requests[i].source = model.detokenize_source(sources[i]);
+      } catch (const Error& e) {
+        requests[i].error = e.what();
+      }
+    }
+  }
+  return decode_open(*impl_, std::move(requests), first_index);
 }
 
 Score Translator::score(std::string_view source, std::string_view target) const {
-  return detail::to_public(impl_->translator.score(source, target));
+  const LoadedModel& model = detail::loaded(impl_->model);
+  // Errors name the side at fault: "target: input text: is empty ...".
+  const auto tokenized = [](const char* side, auto&& tokenize) {
+    try {
+      return tokenize();
+    } catch (const Error& e) {
+      throw Error(side, e.what());
+    }
+  };
+  const LoadedModel::TokenizedInput cut =
+      tokenized("source", [&] { return model.tokenize_source(source, input_limit(*impl_)); });
+  const std::vector<std::vector<int>> sources{cut.ids};
+  const std::vector<std::vector<int>> targets{
+      tokenized("target", [&] { return model.tokenize_target(target, impl_->options.max_input_tokens); })};
+  Score result = std::move(score_ids_batch(sources, targets).front());
+  if (!result.ok()) throw Error(result.error);
+  result.truncated = cut.truncated;
+  return result;
+}
+
+std::vector<Score> Translator::score_ids_batch(std::span<const std::vector<int>> sources,
+                                               std::span<const std::vector<int>> targets) const {
+  if (sources.size() != targets.size())
+    throw Error("score", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
+  const Transformer& transformer = detail::loaded(impl_->model).transformer();
+  std::vector<Score> results;
+  results.reserve(targets.size());
+  const auto batch = static_cast<std::size_t>(impl_->options.batch_size);
+  WorkspacePool::Lease workspace = impl_->workspaces->borrow();
+  for (std::size_t first = 0; first < sources.size(); first += batch) {
+    const std::size_t count = std::min(batch, sources.size() - first);
+    for (Score& scored :
+         score_batch(transformer, sources.subspan(first, count), targets.subspan(first, count), *workspace))
+      results.push_back(std::move(scored));
+  }
+  return results;
 }
 
 EncoderOutput Translator::encode(std::string_view text) const {
-  const ordo::Model& model = impl_->translator.model();
+  const LoadedModel& model = detail::loaded(impl_->model);
   EncoderOutput result;
-  result.ids = model.tokenize_source(text, {impl_->options.max_input_tokens, impl_->options.truncate}).ids;
+  result.ids = model.tokenize_source(text, input_limit(*impl_)).ids;
   result.tokens = model.source_pieces(result.ids);
   const Matrix states = ordo::encode(model.transformer(), result.ids);  // [S, d]
   result.rows = static_cast<int>(states.rows());
@@ -49,24 +174,24 @@ EncoderOutput Translator::encode(std::string_view text) const {
 }
 
 Attention Translator::attention(std::string_view source, std::string_view target) const {
-  const ordo::Model& model = impl_->translator.model();
-  const std::vector<int> source_ids =
-      model.tokenize_source(source, {impl_->options.max_input_tokens, impl_->options.truncate}).ids;
-  // The target as the decoder reads it: decoder_start, then its tokens up to eos (the
-  // row of the last one predicts eos).
+  const LoadedModel& model = detail::loaded(impl_->model);
+  const std::vector<int> source_ids = model.tokenize_source(source, input_limit(*impl_)).ids;
   const std::vector<int> target_ids =
-      target.empty() ? impl_->translator.translate_ids_batch(std::span(&source_ids, 1)).front().best().ids
+      target.empty() ? translate_ids_batch(std::span(&source_ids, 1)).front().best().ids
                      : model.tokenize_target(target, impl_->options.max_input_tokens);
+  return attention_ids(source_ids, target_ids);
+}
+
+Attention Translator::attention_ids(std::span<const int> source, std::span<const int> target) const {
+  const LoadedModel& model = detail::loaded(impl_->model);
+  if (target.empty()) throw Error("attention", "the target is empty: the decoder reads nothing to attend from");
+  // The last target id is what the last row predicts; it is never read.
   std::vector<int> decoder_input{model.transformer().tokens.decoder_start};
-  for (const int id : target_ids) {
-    if (model.transformer().tokens.is_eos(id)) break;
-    decoder_input.push_back(id);
-  }
-  return detail::record_attention(model, source_ids, decoder_input);
+  decoder_input.insert(decoder_input.end(), target.begin(), target.end() - 1);
+  return detail::record_attention(model, std::vector<int>(source.begin(), source.end()), decoder_input);
 }
 
 const Model& Translator::model() const noexcept { return impl_->model; }
-
 const TranslatorOptions& Translator::options() const noexcept { return impl_->options; }
 
-}  // namespace ordo::api
+}  // namespace ordo

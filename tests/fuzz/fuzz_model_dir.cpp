@@ -1,6 +1,6 @@
 // libFuzzer target: a whole model directory, config.json and model.safetensors together
 // (the input is the config, a kFileSeparator line, then the weights), loaded by
-// Model::load as `ordo --model DIR` loads it. What loads must also run: a few decode
+// LoadedModel::load (behind ordo::Model::load) as `ordo --model DIR` loads it. What loads must also run: a few decode
 // steps (greedy and beam 2) and a teacher-forced score, so that a shape the checks let
 // through reaches the kernels under AddressSanitizer instead of passing unseen.
 #include <cstddef>
@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "engine/search.h"
-#include "models/model.h"
+#include "models/loaded_model.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
-void run_a_little(const ordo::Model& model) {
+void run_a_little(const ordo::LoadedModel& model) {
   const ordo::Transformer& transformer = model.transformer();
   const ordo::SpecialTokens& tokens = transformer.tokens;
   ordo::DecodeRequest request;
@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ordo::fuzz::write_file(dir / "config.json", parts[0]);
   if (parts.size() > 1) ordo::fuzz::write_file(dir / "model.safetensors", parts[1]);
   ordo::fuzz::refusal_is_fine([&] {
-    const auto model = ordo::Model::load(dir, [](const std::string&) {});  // unused tensors: fine
+    const auto model = ordo::LoadedModel::load(dir, [](const std::string&) {});  // unused tensors: fine
     run_a_little(*model);
   });
   return 0;

@@ -32,7 +32,7 @@ THE WORKLOAD (as tools/command_bench.cpp runs it):
     float32); encode_gflops counts the encode phase's matrix products (linear layers,
     q k^T and p v, causal prefill S(S+1)/2 pairs, a prefill's last-row output projection).
 
-THE PEER'S MODEL. The configs come from tools/oracle/ordo_torch.py (full_config, llama_config), the
+THE PEER'S MODEL. The configs come from tools/oracle/ordo_torch/ (full_config, llama_config), the
 weights from a memory mapping of the safetensors files, as ordo reads them (F32 uncopied;
 F16/BF16 converted to float32); the transformer is written here with plain torch ops:
 a preallocated KV cache per layer ([rows, kv_heads, capacity, head_dim], written in place

@@ -56,6 +56,9 @@
 #include "engine/error.h"
 #include "engine/limits.h"
 #include "engine/ops.h"
+#include "engine/search.h"
+#include "engine/thread_pool.h"
+#include "models/loaded_model.h"
 #include "models/tensor_names.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
@@ -244,7 +247,7 @@ class ScratchModel {
 
 // ---- what the workload costs, from the model's tensors ----
 
-Index weight_elements(const Model& model, Stack stack, Role role, Part part, Index layer = 0) {
+Index weight_elements(const LoadedModel& model, Stack stack, Role role, Part part, Index layer = 0) {
   const auto name = tensor_name(model.config(), stack, role, part, layer);
   if (!name) return 0;
   const TensorView tensor = model.weights().get(*name);
@@ -257,7 +260,7 @@ Index weight_elements(const Model& model, Stack stack, Role role, Part part, Ind
 // files are converted at load). Cross-attention K/V projections run once per source,
 // not per step; the few embedding (and learned position) rows a step gathers are left
 // out: negligible, and part of the output projection when tied.
-double decode_weight_bytes(const Model& model) {
+double decode_weight_bytes(const LoadedModel& model) {
   static constexpr Role kPerLayer[] = {Role::SelfQuery,   Role::SelfKey,       Role::SelfValue,     Role::SelfOutput,
                                        Role::SelfNorm,    Role::CrossQuery,    Role::CrossOutput,   Role::CrossNorm,
                                        Role::FeedForwardIn, Role::FeedForwardUp, Role::FeedForwardOut, Role::FeedForwardNorm};
@@ -278,7 +281,7 @@ double decode_weight_bytes(const Model& model) {
 // of the stack on B*S rows, attention's q k^T and p v (a causal prefill counts the
 // S(S+1)/2 query-key pairs it needs), and for a prefill the output projection of each
 // prompt's last row. Norms, activations and softmax are not counted.
-double encode_flops(const Model& model, Index batch, Index length) {
+double encode_flops(const LoadedModel& model, Index batch, Index length) {
   static constexpr Role kLinears[] = {Role::SelfQuery,     Role::SelfKey,       Role::SelfValue,
                                       Role::SelfOutput,    Role::FeedForwardIn, Role::FeedForwardUp,
                                       Role::FeedForwardOut};
@@ -472,7 +475,7 @@ class Workload {
   std::vector<int> ids_;
   std::vector<Index> first_steps_, lengths_, source_of_;
   EncoderWorkspace encoder_;
-  EncoderOutput memory_;
+  EncodedBatch memory_;
   DecoderState state_;
   Matrix logits_;
   std::vector<int> inputs_;
@@ -546,12 +549,12 @@ struct Results {
 
 // Loads the model warmup + repeats times, timing each (directory open to ready);
 // returns the last. Load warnings are printed once.
-std::shared_ptr<const Model> timed_loads(const fs::path& dir, const BenchOptions& options, Results& results) {
-  std::shared_ptr<const Model> model;
+std::shared_ptr<const LoadedModel> timed_loads(const fs::path& dir, const BenchOptions& options, Results& results) {
+  std::shared_ptr<const LoadedModel> model;
   for (int i = 0; i < options.warmup + options.repeats; ++i) {
     model.reset();  // one model at a time: the peak RSS is one model's
     const auto start = Clock::now();
-    model = Model::load(dir, i == 0 ? Model::WarningHandler(Model::print_warning) : [](const std::string&) {});
+    model = LoadedModel::load(dir, i == 0 ? LoadedModel::WarningHandler(LoadedModel::print_warning) : [](const std::string&) {});
     if (i >= options.warmup) results.load_s.push_back(seconds_since(start));
   }
   return model;
@@ -581,7 +584,7 @@ void check_lengths(const Transformer& model, const BenchOptions& options) {
                                              std::to_string(model.decoder.vocab_size()) + " tokens of the vocabulary");
 }
 
-void run_workload(const Model& model, const BenchOptions& options, Results& results) {
+void run_workload(const LoadedModel& model, const BenchOptions& options, Results& results) {
   Workload workload(model.transformer(), options);
   // Drawn between runs, outside the timed phases, and only on a terminal's stderr.
   const auto runs = static_cast<std::size_t>(options.warmup + options.repeats);
@@ -621,7 +624,7 @@ void run_probes(const BenchOptions& options, Results& results) {
   }
 }
 
-nlohmann::json report_json(const Model& model, const std::string& name, const BenchOptions& options, const Results& r) {
+nlohmann::json report_json(const LoadedModel& model, const std::string& name, const BenchOptions& options, const Results& r) {
   const double tokens_in = static_cast<double>(options.batch * options.src_len);
   const double tokens_out = static_cast<double>(options.batch * options.new_tokens);
   const double bandwidth = median(r.bandwidth_gbs);
@@ -673,9 +676,9 @@ void print_table(const nlohmann::json& j, std::ostream& out) {
 }
 
 void run_bench(const BenchOptions& options) {
-  blas::set_num_threads(options.threads);
+  threads::set_count(options.threads);
   Results results;
-  std::shared_ptr<const Model> model;
+  std::shared_ptr<const LoadedModel> model;
   {
     std::optional<ScratchModel> scratch;
     if (!options.shape.empty()) scratch.emplace(options.shape, shape_config(options.shape));

@@ -17,12 +17,9 @@
 #include <iomanip>
 #include <iostream>
 
-#include "engine/blas.h"
-#include "engine/error.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 #include "tools/viz/viz_output.h"
-#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -42,12 +39,18 @@ struct Compared {
   HeatmapPanel similarity;
 };
 
+// Row r of the encoder output [S, d], in double.
+std::vector<double> row(const EncoderOutput& memory, int r) {
+  const auto first = memory.values.begin() + static_cast<std::ptrdiff_t>(r) * memory.cols;
+  return std::vector<double>(first, first + memory.cols);
+}
+
 // The mean over rows of the encoder output [S, d], in double.
-std::vector<double> mean_pool(const Matrix& memory) {
-  std::vector<double> mean(static_cast<std::size_t>(memory.cols()), 0.0);
-  for (Index r = 0; r < memory.rows(); ++r)
-    for (Index c = 0; c < memory.cols(); ++c) mean[static_cast<std::size_t>(c)] += memory(r, c);
-  for (double& x : mean) x /= static_cast<double>(memory.rows());
+std::vector<double> mean_pool(const EncoderOutput& memory) {
+  std::vector<double> mean(static_cast<std::size_t>(memory.cols), 0.0);
+  for (int r = 0; r < memory.rows; ++r)
+    for (int c = 0; c < memory.cols; ++c) mean[static_cast<std::size_t>(c)] += memory.at(r, c);
+  for (double& x : mean) x /= static_cast<double>(memory.rows);
   return mean;
 }
 
@@ -62,13 +65,10 @@ double cosine_similarity(const std::vector<double>& a, const std::vector<double>
 }
 
 // cos(a_i, b_j) for every row i of a [Sa, d] and j of b [Sb, d] -> [Sa, Sb], in double.
-Matrix token_similarity(const Matrix& a, const Matrix& b) {
-  const auto row = [](const Matrix& m, Index r) {
-    return std::vector<double>(m.row(r).begin(), m.row(r).end());
-  };
-  Matrix similarity(a.rows(), b.rows());
-  for (Index i = 0; i < a.rows(); ++i)
-    for (Index j = 0; j < b.rows(); ++j)
+Matrix token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
+  Matrix similarity(a.rows, b.rows);
+  for (int i = 0; i < a.rows; ++i)
+    for (int j = 0; j < b.rows; ++j)
       similarity(i, j) = static_cast<float>(cosine_similarity(row(a, i), row(b, j)));
   return similarity;
 }
@@ -79,18 +79,18 @@ Compared compare(const std::filesystem::path& dir, const CompareOptions& options
   // Both sentences through the batched path, as translate runs them.
   const std::vector<std::string> texts{options.text_a, options.text_b};
   const std::vector<Translation> translations = translator.translate_batch(texts);
-  std::vector<Matrix> encoded;
+  std::vector<EncoderOutput> encoded;
   std::vector<std::vector<double>> pooled;
   nlohmann::json sides = nlohmann::json::array();
   for (const Translation& t : translations) {
     encoded.push_back(translator.encode(t.source));
     pooled.push_back(mean_pool(encoded.back()));
     sides.push_back({{"text", t.source},
-                     {"tokens", model->source_pieces(t.source_ids)},
+                     {"tokens", model.source_pieces(t.source_ids)},
                      {"translation", t.best().text}});
   }
   const bool differ = sides[0]["translation"] != sides[1]["translation"];
-  const std::string encoding(position_encoding_name(model->config().position_encoding));
+  const std::string encoding = model.info().position_encoding;
   Compared out;
   out.similarity.title = dir.filename().string() + (dir.filename() == encoding ? "" : " (" + encoding + ")");
   out.similarity.values = token_similarity(encoded[0], encoded[1]);
@@ -126,7 +126,7 @@ void plot(const std::string& path, std::vector<HeatmapPanel> panels) {
 // counts, so that loading it reports what is wrong.
 bool is_translator(const std::filesystem::path& directory) {
   try {
-    return ModelConfig::load(directory / "config.json").has_encoder();
+    return !Model::load(directory, quiet).is_decoder_only();
   } catch (const Error&) {
     return true;
   }
@@ -194,7 +194,7 @@ void print_table(const std::vector<nlohmann::json>& rows) {
 
 void run_compare(const CompareOptions& options, bool all_shipped) {
   if (!options.plot.empty()) viz_format(options.plot, "--plot");  // before any work
-  blas::set_num_threads(options.common.threads);
+  set_threads(options.common.threads);
   const std::vector<std::filesystem::path> dirs =
       all_shipped ? shipped_models(options.common.model_dir)
                   : std::vector<std::filesystem::path>{options.common.model_dir};

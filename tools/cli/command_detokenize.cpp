@@ -29,14 +29,14 @@ void run_detokenize(const DetokenizeOptions& options) {
     const std::vector<int> some = parse_ids(group, "ids");
     ids.insert(ids.end(), some.begin(), some.end());
   }
-  const auto model = load_model(options.common, nullptr);
-  if (options.as == "source" && model->transformer().decoder_only())
+  const auto model = load_model(options.common, quiet);
+  if (options.as == "source" && model.is_decoder_only())
     throw CLI::ValidationError("--as", "source: this model is decoder-only and has no source ids; use target");
   // The pieces check every id against the tokenizer's vocabulary, even those after an
   // eos that the text leaves out: a bad id is an error naming it and its position.
   const bool source = options.as == "source";
-  const std::vector<std::string> pieces = source ? model->source_pieces(ids) : model->target_pieces(ids);
-  const std::string text = source ? model->detokenize_source(ids) : model->detokenize_target(ids);
+  const std::vector<std::string> pieces = source ? model.source_pieces(ids) : model.target_pieces(ids);
+  const std::string text = source ? model.detokenize_source(ids) : model.detokenize_target(ids);
   if (options.common.json)
     print_json_line({{"ids", ids}, {"as", options.as}, {"text", text}, {"pieces", pieces}});
   else

@@ -13,13 +13,10 @@
 #include <numeric>
 #include <span>
 
-#include "engine/blas.h"
-#include "engine/error.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 #include "tools/cli/metrics.h"
 #include "tools/cli/progress.h"
-#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -35,7 +32,7 @@ struct EvalOptions {
 struct TestSet {
   std::vector<std::string> sources;
   std::vector<std::string> references;
-  std::vector<Index> lines;  // each pair's line number in the file
+  std::vector<std::size_t> lines;  // each pair's line number in the file
 };
 
 TestSet read_tsv(const std::string& path) {
@@ -43,7 +40,7 @@ TestSet read_tsv(const std::string& path) {
   if (!in) throw Error(path, "cannot open the test set", "give a TSV file: source<TAB>reference per line");
   TestSet set;
   std::string line;
-  Index number = 0;
+  std::size_t number = 0;
   while (std::getline(in, line)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -65,7 +62,7 @@ void run_eval(const EvalOptions& options) {
   const Translator translator(model, options.translator);
 
   std::vector<std::string> hypotheses(set.sources.size());
-  Index failures = 0;
+  std::size_t failures = 0;
   std::size_t first_failure_index = set.sources.size();
   std::string first_failure;
   // A few batches at a time, so that a progress bar can move (on a terminal's stderr).

@@ -13,14 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
-#include "models/generator.h"
 #include "tools/cli/commands.h"
-#include "models/default_model.h"
 #include "tools/cli/common.h"
 #include "tools/cli/line_reader.h"
 #include "tools/cli/run_report.h"
-#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -39,7 +35,7 @@ struct GenerateOptions {
   bool verbose = false;  // --verbose: tools/run_report.h
 };
 
-nlohmann::json hypothesis_json(const TranslatedHypothesis& h, bool text, const DecodingOptions& decoding) {
+nlohmann::json hypothesis_json(const Hypothesis& h, bool text, const DecodingOptions& decoding) {
   nlohmann::json j;
   j["generated_ids"] = h.ids;
   if (text) j["text"] = h.text;
@@ -63,19 +59,19 @@ nlohmann::json generation_json(const Generation& g, bool text, bool encoder_deco
     return j;
   }
   add_hypotheses(j, g.hypotheses, decoding.n_best,
-                 [&](const TranslatedHypothesis& h) { return hypothesis_json(h, text, decoding); });
+                 [&](const Hypothesis& h) { return hypothesis_json(h, text, decoding); });
   return j;
 }
 
 class GenerateCommand {
  public:
-  GenerateCommand(const GenerateOptions& options, std::shared_ptr<const Model> model)
+  GenerateCommand(const GenerateOptions& options, const Model& model)
       : options_(options),
         model_(model),
-        generator_(std::move(model), with_bos(options)),
+        generator_(model, with_bos(options)),
         in_(options.input),
         out_(options.output),
-        encoder_decoder_(!model_->transformer().decoder_only()) {}
+        encoder_decoder_(!model.is_decoder_only()) {}
 
   void run() {
     if (options_.prompt_ids) return run_ids();
@@ -120,7 +116,7 @@ class GenerateCommand {
     // A blank stream line was neither read nor continued: its answer is an empty line. A
     // generated control character is escaped: one line per prompt, always.
     const bool blank = g.prompt_ids.empty() && g.source_ids.empty() && g.hypotheses.front().ids.empty();
-    const auto shown = [&](const TranslatedHypothesis& h) {
+    const auto shown = [&](const Hypothesis& h) {
       return blank ? std::string() : text ? escape_control_characters(g.prompt + h.text) : join_ids(h.ids);
     };
     if (decoding.n_best == 1)
@@ -152,7 +148,7 @@ class GenerateCommand {
     warn_if_truncated(request, where);
     out << escape_control_characters(prompt) << std::flush;
     try {
-      generator_.generate(
+      generator_.generate_prepared(
           std::move(request), [&](std::string_view text) { out << escape_control_characters(text) << std::flush; },
           index);
     } catch (const Error& e) {
@@ -193,7 +189,7 @@ class GenerateCommand {
     const std::vector<std::vector<int>> prompts{parse_ids(*options_.prompt_ids, "--prompt-ids")};
     const Generation g = generator_.generate_ids_batch(prompts, sources).front();
     if (!g.ok()) throw Error(g.error);
-    print(g, 0, "", model_->has_tokenizer() && options_.common.json);
+    print(g, 0, "", model_.has_tokenizer() && options_.common.json);
     out_.check_written();
   }
 
@@ -237,7 +233,7 @@ class GenerateCommand {
           blank.prompt = line;
           blank.hypotheses.emplace_back().finished = true;
         }
-        const std::vector<Generation> results = generator_.generate_prepared(std::move(requests), first);
+        const std::vector<Generation> results = generator_.generate_prepared_batch(std::move(requests), first);
         for (std::size_t i = 0; i < results.size(); ++i)
           failures += !print(results[i], first + i, in.where(first + i + 1), true);
       }
@@ -251,7 +247,7 @@ class GenerateCommand {
   }
 
   const GenerateOptions& options_;
-  std::shared_ptr<const Model> model_;
+  Model model_;
   Generator generator_;
   LineReader in_;  // opened before out_: a missing --input must not empty an existing --output
   Output out_;

@@ -2,11 +2,12 @@
 // (defaults filled in), the parameter count, and every tensor with dtype, shape and
 // file; tensors the config does not use are marked, never hidden.
 #include <algorithm>
+#include <cstdint>
 #include <iomanip>
 #include <iostream>
-#include <set>
+#include <string>
+#include <vector>
 
-#include "engine/printable.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 
@@ -19,35 +20,30 @@ struct InspectOptions {
 };
 
 nlohmann::json describe(const Model& model) {
-  const std::set<std::string> unused(model.weights().unused().begin(),
-                                     model.weights().unused().end());
+  const ModelInfo info = model.info();
   nlohmann::json tensors = nlohmann::json::array();
-  const auto& files = model.weights().files();
-  for (const SafetensorsFile& file : files)
-    for (const TensorInfo& info : file.tensors()) {
-      nlohmann::json tensor = {{"name", info.name},
-                               {"dtype", dtype_name(info.dtype)},
-                               {"shape", info.shape},
-                               {"used", !unused.contains(info.name)}};
-      if (files.size() > 1) tensor["file"] = file.path().filename().string();
-      tensors.push_back(std::move(tensor));
-    }
+  std::vector<std::string> unused;
+  for (const ModelInfo::Tensor& t : info.tensors) {
+    nlohmann::json tensor = {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"used", t.used}};
+    if (info.weight_files.size() > 1) tensor["file"] = t.file;
+    tensors.push_back(std::move(tensor));
+    if (!t.used) unused.push_back(t.name);
+  }
   nlohmann::json tokenizer = nullptr;
-  if (model.has_tokenizer()) tokenizer = {{"vocab_size", model.tokenizer_vocab_size()}};
-  const ModelConfig& c = model.config();
+  if (model.has_tokenizer()) tokenizer = {{"vocab_size", info.tokenizer_vocab_size}};
   const nlohmann::json architecture = {
-      {"family", std::string(family_name(c.family))},
-      {"kind", c.has_encoder() ? "encoder-decoder" : "decoder-only"},
-      {"attention_heads", c.decoder_attention_heads},
-      {"key_value_heads", c.num_key_value_heads},
-      {"grouped_query_ratio", c.grouped_query_ratio()},
-      {"weight_files", files.size()}};
+      {"family", info.family},
+      {"kind", info.decoder_only ? "decoder-only" : "encoder-decoder"},
+      {"attention_heads", info.attention_heads},
+      {"key_value_heads", info.key_value_heads},
+      {"grouped_query_ratio", info.attention_heads / info.key_value_heads},
+      {"weight_files", info.weight_files.size()}};
   return {{"directory", model.directory().string()},
           {"architecture", architecture},
-          {"config", c.to_json()},
-          {"parameters", model.weights().parameter_count()},
+          {"config", nlohmann::json::parse(info.config_json)},
+          {"parameters", info.parameters},
           {"tensors", tensors},
-          {"unused_tensors", model.weights().unused()},
+          {"unused_tensors", unused},
           {"tokenizer", tokenizer}};
 }
 
@@ -55,15 +51,15 @@ void print_table(const nlohmann::json& d) {
   const auto& a = d["architecture"];
   std::cout << "model directory: " << d["directory"].get<std::string>() << "\n"
             << "family: " << a["family"].get<std::string>() << " (" << a["kind"].get<std::string>() << ")\n"
-            << "grouped-query attention: " << a["attention_heads"].get<Index>() << " query heads over "
-            << a["key_value_heads"].get<Index>() << " K/V heads (ratio " << a["grouped_query_ratio"].get<Index>()
+            << "grouped-query attention: " << a["attention_heads"].get<std::int64_t>() << " query heads over "
+            << a["key_value_heads"].get<std::int64_t>() << " K/V heads (ratio " << a["grouped_query_ratio"].get<std::int64_t>()
             << ":1)\n"
             << "weights: " << a["weight_files"].get<std::size_t>() << " file(s)\n\nconfig:\n";
   for (const auto& [key, value] : d["config"].items())
     std::cout << "  " << std::left << std::setw(34) << key << value.dump() << '\n';
-  std::cout << "\nparameters: " << d["parameters"].get<Index>() << '\n';
+  std::cout << "\nparameters: " << d["parameters"].get<std::int64_t>() << '\n';
   if (!d["tokenizer"].is_null())
-    std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<Index>() << " pieces\n";
+    std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<std::int64_t>() << " pieces\n";
   else
     std::cout << "tokenizer: none (use --source-ids / --target-ids)\n";
 
@@ -83,8 +79,8 @@ void print_table(const nlohmann::json& d) {
 
 void run_inspect(const InspectOptions& options) {
   // Unused tensors are part of the report below, so the load-time warning is not repeated.
-  const auto model = load_model(options.common, nullptr);
-  const nlohmann::json description = describe(*model);
+  const auto model = load_model(options.common, quiet);
+  const nlohmann::json description = describe(model);
   if (options.common.json)
     print_json_line(description);
   else

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "models/default_model.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 
@@ -20,26 +19,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Bytes of the weight files: what the model costs on disk and, mapped, in memory.
-std::uintmax_t weight_bytes(const Model& model) {
-  std::uintmax_t bytes = 0;
-  for (const SafetensorsFile& file : model.weights().files()) bytes += fs::file_size(file.path());
-  return bytes;
-}
-
 nlohmann::json describe(const std::string& name, const fs::path& directory) {
-  const auto model = Model::load(directory, nullptr);
-  const ModelConfig& c = model->config();
+  const ModelInfo info = Model::load(directory, quiet).info();
   nlohmann::json defaults = nlohmann::json::array();
   if (name == kDefaultModelName) defaults.push_back("translate");
   if (name == kDefaultLanguageModelName) defaults.push_back("generate");
   return {{"name", name},
           {"directory", directory.string()},
-          {"family", std::string(family_name(c.family))},
-          {"kind", c.has_encoder() ? "encoder-decoder" : "decoder-only"},
-          {"position_encoding", std::string(position_encoding_name(c.position_encoding))},
-          {"parameters", model->weights().parameter_count()},
-          {"bytes", weight_bytes(*model)},
+          {"family", info.family},
+          {"kind", info.decoder_only ? "decoder-only" : "encoder-decoder"},
+          {"position_encoding", info.position_encoding},
+          {"parameters", info.parameters},
+          {"bytes", info.weight_bytes},
           {"default_for", defaults}};
 }
 
@@ -55,8 +46,8 @@ void print_table(const std::vector<nlohmann::json>& rows) {
     std::cout << std::left << std::setw(static_cast<int>(name_w)) << r["name"].get<std::string>() << "  "
               << std::setw(6) << r["family"].get<std::string>() << "  " << std::setw(15)
               << r["kind"].get<std::string>() << "  " << std::setw(11) << r["position_encoding"].get<std::string>()
-              << "  " << std::right << std::setw(10) << r["parameters"].get<Index>() << "  " << std::setw(9)
-              << r["bytes"].get<std::uintmax_t>() << (defaults.empty() ? "" : "  " + defaults) << '\n';
+              << "  " << std::right << std::setw(10) << r["parameters"].get<std::int64_t>() << "  " << std::setw(9)
+              << r["bytes"].get<std::uint64_t>() << (defaults.empty() ? "" : "  " + defaults) << '\n';
   }
 }
 

@@ -10,8 +10,6 @@
 #include <iomanip>
 #include <iostream>
 
-#include "engine/error.h"
-#include "models/generator.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 
@@ -26,7 +24,7 @@ struct ScoreOptions {
   std::string source_ids;
   std::string target_ids;
   bool no_bos = false;
-  Index max_input_tokens = 0;
+  int max_input_tokens = 0;
   bool truncate = false;
 };
 
@@ -37,7 +35,7 @@ struct ScoreOptions {
 }
 
 // A decoder-only model scores the target alone.
-Scored score_alone(const std::shared_ptr<const Model>& model, const ScoreOptions& options, bool text, bool has_source) {
+Score score_alone(const Model& model, const ScoreOptions& options, bool text, bool has_source) {
   if (has_source)
     throw Error("score", "this model is decoder-only: it scores a text on its own, without --source",
                 "give only --target (or --target-ids)");
@@ -58,12 +56,12 @@ Scored score_alone(const std::shared_ptr<const Model>& model, const ScoreOptions
     }
   }
   const std::vector<std::vector<int>> sequences{parse_ids(options.target_ids, "--target-ids")};
-  Scored scored = generator.score_ids_batch(sequences).front();
+  Score scored = generator.score_ids_batch(sequences).front();
   if (!scored.ok()) throw Error(scored.error);
   return scored;
 }
 
-Scored score_pair(const std::shared_ptr<const Model>& model, const ScoreOptions& options, bool text, bool has_source) {
+Score score_pair(const Model& model, const ScoreOptions& options, bool text, bool has_source) {
   if (!has_source)
     throw Error("score", "this is an encoder-decoder model: it scores a target given a source",
                 "give --source with --target (or --source-ids with --target-ids)");
@@ -80,18 +78,18 @@ Scored score_pair(const std::shared_ptr<const Model>& model, const ScoreOptions&
   }
   const std::vector<std::vector<int>> sources{parse_ids(options.source_ids, "--source-ids")};
   const std::vector<std::vector<int>> targets{parse_ids(options.target_ids, "--target-ids")};
-  Scored scored = translator.score_ids_batch(sources, targets).front();
+  Score scored = translator.score_ids_batch(sources, targets).front();
   if (!scored.ok()) throw Error(scored.error);
   return scored;
 }
 
 void run_score(const ScoreOptions& options, bool text, bool has_source) {
   const auto model = load_model(options.common);
-  const bool alone = model->transformer().decoder_only();
-  const Scored scored = alone ? score_alone(model, options, text, has_source) : score_pair(model, options, text, has_source);
-  const std::vector<int>& target = scored.target_ids;
+  const bool alone = model.is_decoder_only();
+  const Score scored = alone ? score_alone(model, options, text, has_source) : score_pair(model, options, text, has_source);
+  const std::vector<int>& target = scored.ids;
   const std::vector<float>& logprobs = scored.token_logprobs;
-  const double total = scored.score;
+  const double total = scored.logprob;
 
   if (scored.truncated)
     std::cerr << "ordo: warning: --source was cut to --max-input-tokens, its first tokens and eos (--truncate)\n";
@@ -102,10 +100,10 @@ void run_score(const ScoreOptions& options, bool text, bool has_source) {
     return;
   }
   std::vector<std::string> pieces;
-  if (model->has_tokenizer() && text) {
+  if (model.has_tokenizer() && text) {
     // Show each token next to its log-probability; eos has no piece of its own.
     const std::vector<int> without_eos(target.begin(), target.end() - 1);
-    pieces = model->target_pieces(without_eos);
+    pieces = model.target_pieces(without_eos);
     pieces.push_back("</s>");
   }
   if (alone && !target.empty())  // the first token is context, not scored
@@ -147,7 +145,9 @@ void setup_score(CLI::App& app) {
                     "the first tokens of --source (a target is never cut: it would be scored as another text)");
   add_common_options(*command, options->common);
   command->callback([options, command] {
-    check_max_input_tokens(options->max_input_tokens);
+    TranslatorOptions limits;  // --max-input-tokens is checked as the library checks it, before any work
+    limits.max_input_tokens = options->max_input_tokens;
+    validate_flags(limits);
     // Both halves of a pair, and not both pairs, are enforced by CLI11 (needs/excludes).
     const bool text = given(*command, "--target");
     if (!text && !given(*command, "--target-ids"))

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/printable.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 
@@ -39,31 +38,31 @@ std::size_t width_of(const std::string& text) {
 std::string role_description(const std::string& role, const Model& model, bool bos) {
   if (role == "source") return "a source, as the encoder reads it (eos appended)";
   if (role == "target") return "a target, as score reads it (eos appended)";
-  if (model.transformer().decoder_only())
-    return bos && model.config().bos_token_id ? "a prompt, as the decoder reads it (bos first)"
+  if (model.is_decoder_only())
+    return bos && model.bos_token_id() ? "a prompt, as the decoder reads it (bos first)"
                                               : "a prompt, as the decoder reads it (no bos)";
   return "a prompt: the forced start of a translation (no eos)";
 }
 
 void run_tokenize(const TokenizeOptions& options) {
-  const auto model = load_model(options.common, nullptr);
-  const bool decoder_only = model->transformer().decoder_only();
+  const auto model = load_model(options.common, quiet);
+  const bool decoder_only = model.is_decoder_only();
   const std::string role = !options.as.empty() ? options.as : decoder_only ? "prompt" : "source";
   if (role == "source" && decoder_only)
     throw CLI::ValidationError("--as", "source: this model is decoder-only and reads no source; use prompt or target");
   const bool bos = !options.no_bos;
   for (const std::string& text : options.texts) {
-    // generate puts bos before a decoder-only model's prompt only (models/generator.cpp).
-    const std::vector<int> ids = role == "source"   ? model->tokenize_source(text)
-                                 : role == "target" ? model->tokenize_target(text)
-                                                    : model->tokenize_prompt(text, bos && decoder_only);
+    // generate puts bos before a decoder-only model's prompt only (ordo::Generator::prepare).
+    const std::vector<int> ids = role == "source"   ? model.tokenize_source(text)
+                                 : role == "target" ? model.tokenize_target(text)
+                                                    : model.tokenize_prompt(text, bos && decoder_only);
     const std::vector<std::string> pieces =
-        role == "source" ? model->source_pieces(ids) : model->target_pieces(ids);
+        role == "source" ? model.source_pieces(ids) : model.target_pieces(ids);
     if (options.common.json) {
       print_json_line({{"text", text}, {"as", role}, {"ids", ids}, {"pieces", pieces}});
       continue;
     }
-    std::cout << role_description(role, *model, bos) << ", " << ids.size() << " tokens\n";
+    std::cout << role_description(role, model, bos) << ", " << ids.size() << " tokens\n";
     std::string piece_line = "pieces:", id_line = "ids:   ";
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const std::string piece = printable(pieces[i]), id = std::to_string(ids[i]);

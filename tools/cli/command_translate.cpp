@@ -12,13 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 #include "tools/cli/run_report.h"
 #include "tools/cli/line_reader.h"
 #include "tools/cli/progress.h"
-#include "tokenizer/input_text.h"
 
 namespace ordo::tools {
 
@@ -34,7 +32,7 @@ struct TranslateOptions {
   bool verbose = false;                   // --verbose: tools/run_report.h
 };
 
-nlohmann::json hypothesis_json(const TranslatedHypothesis& h, bool text, const DecodingOptions& decoding) {
+nlohmann::json hypothesis_json(const Hypothesis& h, bool text, const DecodingOptions& decoding) {
   nlohmann::json j;
   if (text) j["translation"] = h.text;
   j["target_ids"] = h.ids;
@@ -56,7 +54,7 @@ nlohmann::json translation_json(const Translation& t, bool text, const DecodingO
     return j;
   }
   add_hypotheses(j, t.hypotheses, decoding.n_best,
-                 [&](const TranslatedHypothesis& h) { return hypothesis_json(h, text, decoding); });
+                 [&](const Hypothesis& h) { return hypothesis_json(h, text, decoding); });
   return j;
 }
 
@@ -80,7 +78,7 @@ bool print_translation(const Translation& t, std::size_t index, const std::strin
     return false;
   }
   // A generated control character is escaped: one line per input line, always.
-  const auto shown = [&](const TranslatedHypothesis& h) {
+  const auto shown = [&](const Hypothesis& h) {
     return text ? escape_control_characters(h.text) : join_ids(h.ids);
   };
   if (decoding.n_best == 1)
@@ -148,7 +146,7 @@ void run_translate(const TranslateOptions& options) {
     const std::vector<std::vector<int>> sources{parse_ids(*options.source_ids, "--source-ids")};
     const Translation t = translator.translate_ids_batch(sources).front();
     if (!t.ok()) throw Error(t.error);
-    print_translation(t, 0, "", options, model->has_tokenizer() && options.common.json, out.stream());
+    print_translation(t, 0, "", options, model.has_tokenizer() && options.common.json, out.stream());
     out.check_written();
     return;
   }

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <iostream>
 #include <limits>
+#include <optional>
 
-#include "engine/error.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 #include "tools/viz/position_pictures.h"
@@ -63,13 +63,13 @@ void run_pe(const PeOptions& options, const CLI::App& command) {
     throw CLI::ValidationError("--model", "--scheme " + scheme.name +
                                               " reads a model's trained table: give --model DIR (e.g. weights/" +
                                               scheme.name + ")");
-  std::shared_ptr<const Model> model;
+  std::optional<Model> model;
   if (chosen) model = load_model(options.common);
   PositionPictureRequest request;
   request.length = options.length;
   request.dim = options.dim;
   request.heads = options.heads;
-  request.model = model.get();
+  request.model = model ? &*model : nullptr;
   request.stack = options.stack == "decoder" ? Stack::Decoder : Stack::Encoder;
   const PositionPicture picture = scheme.draw(request);
   HeatmapOptions style;

@@ -7,15 +7,13 @@
 // Encoder self-attention reads the source's SentencePiece pieces. Decoder
 // self-attention and cross-attention are those of the greedy translation: ordo
 // translates the text greedily, then feeds the translation back teacher-forced in one
-// pass with the engine's attention observer on (engine/attention_recorder.h), which
-// gives exactly the probabilities the greedy search computed step by step. A
-// decoder-only model has one kind: its prompt's self-attention, in one pass.
+// pass (ordo::Translator::attention_ids), which gives exactly the probabilities the
+// greedy search computed step by step. A decoder-only model has one kind: its prompt's
+// self-attention, in one pass (ordo::Generator::attention).
+#include <algorithm>
 #include <charconv>
 #include <iostream>
 
-#include "engine/attention_recorder.h"
-#include "engine/error.h"
-#include "engine/search.h"
 #include "tools/cli/common.h"
 #include "tools/viz/viz_output.h"
 
@@ -26,12 +24,12 @@ namespace {
 struct AttentionOptions {
   CommonOptions common;
   std::string text;
-  Index layer = 0;
+  int layer = 0;
   std::string head = "0";
   std::string kind = "encoder";
   bool kind_given = false;
   std::string out;
-  Index max_length = 0;
+  int max_length = 0;
 };
 
 AttentionKind kind_of(const std::string& name) {
@@ -48,9 +46,9 @@ std::string title_of(AttentionKind kind) {
 }
 
 // --head: a head number or "all"; -1 for all. Checked against the model's heads.
-Index parse_head(const std::string& text, Index heads) {
+int parse_head(const std::string& text, int heads) {
   if (text == "all") return -1;
-  Index head = -1;
+  int head = -1;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), head);
   if (ec != std::errc() || end != text.data() + text.size())
     throw CLI::ValidationError("--head", "'" + text + "' is neither a head number nor 'all'");
@@ -69,103 +67,96 @@ struct Axes {
 };
 
 // A decoder-only model: the prompt (bos first, as generate reads it) in one pass.
-Axes record_prompt(const Model& model, const std::string& text, AttentionRecorder& recorder) {
-  const Transformer& t = model.transformer();
-  const std::vector<int> prompt = model.tokenize_prompt(text, true);
-  const auto T = static_cast<Index>(prompt.size());
-  DecoderState state;
-  const std::vector<Index> source_of{0}, lengths{T};
-  t.decoder.start(state, source_of, 1, T);
-  state.set_attention_observer(&recorder);
-  Matrix logits;
-  t.decoder.feed(state, prompt, T, lengths, logits);
+Axes record_prompt(const Model& model, const std::string& text, Attention& attention) {
+  GeneratorOptions options;
+  options.add_bos = true;
+  attention = Generator(model, options).attention(text);
   Axes axes;
-  axes.rows = axes.cols = model.target_pieces(prompt);
+  axes.rows = axes.cols = attention.target_tokens;
   axes.row_axis = "prompt token (query)";
   axes.col_axis = "prompt token (key)";
   return axes;
 }
 
-Axes record(const Model& model, AttentionKind kind, const std::vector<int>& source, const AttentionOptions& options,
-            AttentionRecorder& recorder) {
-  const Transformer& t = model.transformer();
-  const auto S = static_cast<Index>(source.size());
+// An encoder-decoder model: the greedy translation of `text`, read back teacher-forced.
+Axes record(const Model& model, AttentionKind kind, const std::string& text, const AttentionOptions& options,
+            Attention& attention) {
+  TranslatorOptions greedy;
+  greedy.decoding.max_length = options.max_length;
+  const Translator translator(model, greedy);
+  const std::vector<int> source = model.tokenize_source(text);
   Axes axes;
-  const std::vector<std::string> source_pieces = model.source_pieces(source);
   if (kind == AttentionKind::Encoder) {
-    const std::vector<Index> first{0}, lengths{S};
-    EncoderWorkspace workspace;
-    workspace.attention.observer = &recorder;
-    Matrix out;
-    t.encoder->encode(source, BatchRows{S, first, lengths}, workspace, out);
-    axes.rows = axes.cols = source_pieces;
+    // The encoder's attention needs no translation: the decoder reads only its start
+    // (a target's last id is never read; the source's eos stands in for it).
+    attention = translator.attention_ids(source, std::span(&source.back(), 1));
+    axes.rows = axes.cols = attention.source_tokens;
     axes.row_axis = "source token (query)";
     axes.col_axis = "source token (key)";
     return axes;
   }
-  // The greedy translation, then the same tokens fed back in one teacher-forced pass.
-  DecodingOptions greedy;
-  greedy.max_length = options.max_length;
   const std::vector<std::vector<int>> sources{source};
-  const std::vector<DecodeResult> decoded = decode_batch(t, sources, greedy);
-  if (!decoded.front().ok()) throw Error("viz attention", decoded.front().error);
-  const std::vector<int>& output = decoded.front().hypotheses.front().ids;  // eos included when produced
+  const Translation translation = translator.translate_ids_batch(sources).front();
+  if (!translation.ok()) throw Error("viz attention", translation.error);
+  const std::vector<int>& output = translation.best().ids;  // eos included when produced
   if (output.empty()) throw Error("viz attention", "the translation is empty: no decoder step to show");
-  std::vector<int> inputs{t.tokens.decoder_start};
-  inputs.insert(inputs.end(), output.begin(), output.end() - 1);  // input i predicts output i
-  const auto T = static_cast<Index>(inputs.size());
-  const EncoderOutput memory = encode_batch(t, sources);
-  DecoderState state;
-  const std::vector<Index> source_of{0}, lengths{T};
-  t.decoder.start(state, memory, source_of, 1, T);
-  state.set_attention_observer(&recorder);
-  Matrix logits;
-  t.decoder.feed(state, inputs, T, lengths, logits);
-  std::vector<std::string> input_pieces = model.target_pieces(std::span<const int>(inputs).subspan(1));
-  input_pieces.insert(input_pieces.begin(), "<start>");
-  const std::vector<std::string> output_pieces = model.target_pieces(output);
-  axes.translation = model.detokenize_target(output);
+  attention = translator.attention_ids(source, output);
+  axes.translation = translation.best().text;
   if (kind == AttentionKind::Decoder) {
-    axes.rows = axes.cols = input_pieces;
+    // Input i predicts output i; the first input is decoder_start.
+    axes.rows = attention.target_tokens;
+    axes.rows.front() = "<start>";
+    axes.cols = axes.rows;
     axes.row_axis = "decoder input (query)";
     axes.col_axis = "decoder input (key)";
   } else {
-    axes.rows = output_pieces;
-    axes.cols = source_pieces;
+    axes.rows = model.target_pieces(output);
+    axes.cols = attention.source_tokens;
     axes.row_axis = "output token (query)";
     axes.col_axis = "source token (key)";
   }
   return axes;
 }
 
+// The layers and heads `attention` holds of `kind`.
+void count(const Attention& attention, AttentionKind kind, int& layers, int& heads) {
+  layers = heads = 0;
+  for (const AttentionMatrix& m : attention.matrices)
+    if (m.kind == kind) {
+      layers = std::max(layers, m.layer + 1);
+      heads = std::max(heads, m.head + 1);
+    }
+}
+
 void run_attention(const AttentionOptions& options) {
   viz_format(options.out);
-  const auto model = load_model(options.common);
-  const ModelConfig& config = model->config();
+  const Model model = load_model(options.common);
   // A decoder-only model has one kind: its prompt's self-attention.
-  const bool decoder_only = !config.has_encoder();
+  const bool decoder_only = model.is_decoder_only();
   if (decoder_only && options.kind_given && options.kind != "decoder")
     throw CLI::ValidationError("--kind", options.kind + ": this model is decoder-only: its only attention is the "
                                                         "prompt's self-attention, --kind decoder");
   const AttentionKind kind = decoder_only ? AttentionKind::Decoder : kind_of(options.kind);
   const bool encoder = kind == AttentionKind::Encoder;
-  const Index layers = encoder ? config.encoder_layers : config.decoder_layers;
-  const Index heads = encoder ? config.encoder_attention_heads : config.decoder_attention_heads;
+
+  Attention attention;
+  const Axes axes = decoder_only ? record_prompt(model, options.text, attention)
+                                 : record(model, kind, options.text, options, attention);
+  int layers = 0, heads = 0;
+  count(attention, kind, layers, heads);
   if (options.layer >= layers)
     throw CLI::ValidationError("--layer", "layer " + std::to_string(options.layer) + " does not exist: the " +
                                               (encoder ? "encoder" : "decoder") + " has " + std::to_string(layers) +
                                               " layers (0.." + std::to_string(layers - 1) + ")");
-  const Index head = parse_head(options.head, heads);
-
-  AttentionRecorder recorder;
-  const Axes axes = decoder_only ? record_prompt(*model, options.text, recorder)
-                                 : record(*model, kind, model->tokenize_source(options.text), options, recorder);
+  const int head = parse_head(options.head, heads);
 
   std::vector<HeatmapPanel> panels;
-  for (Index h = head < 0 ? 0 : head; h < (head < 0 ? heads : head + 1); ++h) {
+  for (int h = head < 0 ? 0 : head; h < (head < 0 ? heads : head + 1); ++h) {
+    const AttentionMatrix& m = attention.get(kind, options.layer, h);
     HeatmapPanel panel;
     panel.title = head < 0 ? "head " + std::to_string(h) : "";  // one head: the picture's title names it
-    panel.values = recorder.at({kind, options.layer, 0, h});
+    panel.values = Matrix(m.rows, m.cols);
+    std::copy(m.values.begin(), m.values.end(), panel.values.data());
     panel.row_labels = axes.rows;
     panel.col_labels = axes.cols;
     panel.row_axis = axes.row_axis;
@@ -175,7 +166,7 @@ void run_attention(const AttentionOptions& options) {
   const std::string what = (decoder_only ? std::string("prompt self-attention") : title_of(kind)) + ", layer " + std::to_string(options.layer) +
                            (head < 0 ? ", all heads" : ", head " + std::to_string(head));
   HeatmapOptions style;
-  style.title = what + " (" + model->directory().filename().string() + ")";
+  style.title = what + " (" + model.directory().filename().string() + ")";
   style.value_label = "attention probability";
   style.scale = ColourScale::Sequential;
   style.min = 0.0;  // probabilities: 0 is "not attended", whatever the smallest one is

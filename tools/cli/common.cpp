@@ -11,11 +11,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/blas.h"
-#include "engine/error.h"
-#include "engine/limits.h"
-#include "engine/transformer.h"
-#include "models/default_model.h"
 
 namespace ordo::tools {
 
@@ -73,7 +68,7 @@ std::map<std::string, std::string>& flag_of_field() {
 
 }  // namespace
 
-void add_decoding_options(CLI::App& command, DecodingOptions& d, Index& batch_size, const std::string& unit) {
+void add_decoding_options(CLI::App& command, DecodingOptions& d, int& batch_size, const std::string& unit) {
   const auto add = [&](const char* flag, const char* field, auto& value, const std::string& help, const char* group) {
     flag_of_field()[field] = flag;
     command.add_option(flag, value, help)->capture_default_str()->group(group);
@@ -117,7 +112,7 @@ void add_decoding_options(CLI::App& command, DecodingOptions& d, Index& batch_si
       "Penalize tokens already in the output: logit / R if positive, x R if negative (1: off)", output);
 }
 
-void add_input_options(CLI::App& command, Index& max_input_tokens, bool& truncate, const std::string& limited,
+void add_input_options(CLI::App& command, int& max_input_tokens, bool& truncate, const std::string& limited,
                        const std::string& cut) {
   flag_of_field()["max_input_tokens"] = "--max-input-tokens";
   flag_of_field()["truncate"] = "--truncate";
@@ -178,14 +173,15 @@ void Output::check_written() {
   if (!*stream_) throw_write_failure(name_);
 }
 
-std::shared_ptr<const Model> load_model(const CommonOptions& options,
-                                        const Model::WarningHandler& warn) {
-  blas::set_num_threads(options.threads);
+Model load_model(const CommonOptions& options, const Model::WarningHandler& warn) {
+  set_threads(options.threads);
   // No --model and no default found: the lookup's own error says where it looked (an
   // explicit --model '' is Model::load's "the path is empty").
   if (options.model_dir.empty() && !options.default_found) default_model_directory();
-  return Model::load(find_model_directory(options.model_dir), warn);
+  return Model::load(options.model_dir, warn);
 }
+
+void quiet(const std::string&) {}
 
 bool uses_builtin_model(const CLI::App& command, const CommonOptions& options) {
   if (given(command, "--model")) return false;
@@ -237,14 +233,14 @@ void print_json_line(const nlohmann::json& object, std::ostream& out) {
   out << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
-void add_hypotheses(nlohmann::json& object, const std::vector<TranslatedHypothesis>& hypotheses, Index n_best,
-                    const std::function<nlohmann::json(const TranslatedHypothesis&)>& keys) {
+void add_hypotheses(nlohmann::json& object, const std::vector<Hypothesis>& hypotheses, int n_best,
+                    const std::function<nlohmann::json(const Hypothesis&)>& keys) {
   if (n_best == 1) {
     object.update(keys(hypotheses.front()));
     return;
   }
   nlohmann::json list = nlohmann::json::array();
-  for (const TranslatedHypothesis& h : hypotheses) {
+  for (const Hypothesis& h : hypotheses) {
     nlohmann::json one = keys(h);
     one["token_logprobs"] = h.token_logprobs;
     list.push_back(std::move(one));
@@ -252,10 +248,10 @@ void add_hypotheses(nlohmann::json& object, const std::vector<TranslatedHypothes
   object["hypotheses"] = std::move(list);
 }
 
-void print_n_best(std::ostream& out, std::size_t index, const std::vector<TranslatedHypothesis>& hypotheses,
-                  const std::function<std::string(const TranslatedHypothesis&)>& shown,
+void print_n_best(std::ostream& out, std::size_t index, const std::vector<Hypothesis>& hypotheses,
+                  const std::function<std::string(const Hypothesis&)>& shown,
                   const DecodingOptions& decoding) {
-  for (const TranslatedHypothesis& h : hypotheses)
+  for (const Hypothesis& h : hypotheses)
     out << index << " ||| " << shown(h) << " ||| " << std::fixed << std::setprecision(4)
         << (decoding.length_penalty != 0.0 ? h.normalized_score : h.score) << std::defaultfloat << '\n';
 }

@@ -1,5 +1,6 @@
 // What every ordo command shares: the --model/--threads/--json options, loading the
-// model they name, parsing id lists, and printing one JSON object per line.
+// model they name, parsing id lists, and printing one JSON object per line. The commands
+// are written against the public API (<ordo/ordo.hpp>), as any program using ordo is.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,9 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "models/model.h"
-#include "engine/error.h"
-#include "models/translator.h"
+#include <ordo/ordo.hpp>
+#include <ordo/text.hpp>
 
 namespace ordo::tools {
 
@@ -37,13 +37,13 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 // --min-length, --no-repeat-ngram-size, --repetition-penalty, --sample, --temperature,
 // --top-k, --top-p, --seed) and --batch-size, each bound to its field. `unit` names
 // what is decoded in the help ("sentence", "prompt").
-void add_decoding_options(CLI::App& command, DecodingOptions& decoding, Index& batch_size,
+void add_decoding_options(CLI::App& command, DecodingOptions& decoding, int& batch_size,
                           const std::string& unit = "sentence");
 
 // Adds --max-input-tokens and --truncate (group "Input"), bound to an options struct's
 // max_input_tokens and truncate. `limited` says what the limit counts ("a source, eos
 // included"); `cut` what --truncate keeps ("its first tokens").
-void add_input_options(CLI::App& command, Index& max_input_tokens, bool& truncate, const std::string& limited,
+void add_input_options(CLI::App& command, int& max_input_tokens, bool& truncate, const std::string& limited,
                        const std::string& cut);
 
 // The flag of an options field ("beam_size" -> "--beam"), or the field itself when no
@@ -98,9 +98,9 @@ class Output {
 };
 
 // Loads the model of --model and applies --threads. `warn` receives load-time warnings
-// (tensors the config does not use); nullptr silences them.
-std::shared_ptr<const Model> load_model(const CommonOptions& options,
-                                        const Model::WarningHandler& warn = Model::print_warning);
+// (tensors the config does not use); empty, they go to stderr; `quiet` silences them.
+Model load_model(const CommonOptions& options, const Model::WarningHandler& warn = {});
+void quiet(const std::string& warning);
 
 // True when neither --model nor $ORDO_MODEL chose the model: the built-in default,
 // whose sibling directories are the shipped models.
@@ -118,13 +118,13 @@ std::string join_ids(const std::vector<int>& ids);
 // The hypotheses of one result in JSON: with n_best 1 the best one's keys are merged
 // into `object`; with more, object["hypotheses"] lists each one's keys with its
 // token_logprobs, best first. `keys` gives a hypothesis's own keys.
-void add_hypotheses(nlohmann::json& object, const std::vector<TranslatedHypothesis>& hypotheses, Index n_best,
-                    const std::function<nlohmann::json(const TranslatedHypothesis&)>& keys);
+void add_hypotheses(nlohmann::json& object, const std::vector<Hypothesis>& hypotheses, int n_best,
+                    const std::function<nlohmann::json(const Hypothesis&)>& keys);
 
 // Marian's n-best text form, one line per hypothesis: "index ||| text ||| score", the
 // score normalized when a length penalty applies.
-void print_n_best(std::ostream& out, std::size_t index, const std::vector<TranslatedHypothesis>& hypotheses,
-                  const std::function<std::string(const TranslatedHypothesis&)>& shown,
+void print_n_best(std::ostream& out, std::size_t index, const std::vector<Hypothesis>& hypotheses,
+                  const std::function<std::string(const Hypothesis&)>& shown,
                   const DecodingOptions& decoding);
 
 // One JSON object, one line, flushed: safe to stream into another program.

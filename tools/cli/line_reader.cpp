@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/error.h"
+#include "ordo/error.hpp"
 
 namespace ordo::tools {
 

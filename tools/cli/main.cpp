@@ -7,7 +7,7 @@
 #include <iostream>
 #include <string>
 
-#include "engine/error.h"
+#include "ordo/error.hpp"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 #include "tools/cli/number_flags.h"

@@ -16,7 +16,7 @@ void add_verbose_flag(CLI::App& command, bool& verbose) {
 RunReport::RunReport(bool on)
     : on_(on), start_(Clock::now()), before_(decode_totals()), exceptions_(std::uncaught_exceptions()) {}
 
-std::shared_ptr<const Model> RunReport::load(const CommonOptions& options) const {
+Model RunReport::load(const CommonOptions& options) const {
   const auto started = Clock::now();
   auto model = load_model(options);
   load_seconds_ = std::chrono::duration<double>(Clock::now() - started).count();
@@ -25,7 +25,7 @@ std::shared_ptr<const Model> RunReport::load(const CommonOptions& options) const
 
 namespace {
 
-std::string rate(Index tokens, double seconds) {
+std::string rate(std::int64_t tokens, double seconds) {
   std::ostringstream text;
   text << std::setw(7) << tokens << " tokens in " << std::fixed << std::setprecision(4) << seconds << " s = ";
   if (seconds > 0)
@@ -40,9 +40,9 @@ std::string rate(Index tokens, double seconds) {
 RunReport::~RunReport() {
   if (!on_ || std::uncaught_exceptions() > exceptions_) return;
   const DecodeTotals after = decode_totals();
-  const Index in = after.input_tokens - before_.input_tokens;
-  const Index stepped = after.stepped_tokens - before_.stepped_tokens;
-  const Index out = after.output_tokens - before_.output_tokens;
+  const std::int64_t in = after.input_tokens - before_.input_tokens;
+  const std::int64_t stepped = after.stepped_tokens - before_.stepped_tokens;
+  const std::int64_t out = after.output_tokens - before_.output_tokens;
   const double prefill = after.prefill_seconds - before_.prefill_seconds;
   const double decode = after.decode_seconds - before_.decode_seconds;
   const double total = std::chrono::duration<double>(Clock::now() - start_).count();

@@ -14,7 +14,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "engine/search.h"
 #include "tools/cli/common.h"
 
 namespace ordo::tools {
@@ -33,7 +32,7 @@ class RunReport {
   RunReport& operator=(const RunReport&) = delete;
 
   // load_model(options), timed.
-  std::shared_ptr<const Model> load(const CommonOptions& options) const;
+  Model load(const CommonOptions& options) const;
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "ordo/error.hpp"
 
 namespace ordo::tools {
 

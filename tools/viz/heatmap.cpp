@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "engine/error.h"
+#include "ordo/error.hpp"
 #include "tools/viz/font.h"
 
 namespace ordo::tools {

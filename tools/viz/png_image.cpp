@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/error.h"
+#include "ordo/error.hpp"
 
 namespace ordo::tools {
 

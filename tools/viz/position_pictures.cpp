@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/error.h"
+#include "ordo/error.hpp"
 #include "engine/limits.h"
 #include "engine/positions.h"
 #include "engine/relative_positions.h"
+#include "models/api/internal.h"  // the loaded model: its config and position tables
 
 namespace ordo::tools {
 
@@ -26,16 +27,16 @@ Index length_of(const PositionPictureRequest& r) {
 // The width a model fixes: --dim may repeat it but not change it.
 Index model_width(const PositionPictureRequest& r, Index width, const std::string& what) {
   if (r.dim > 0 && r.dim != width)
-    throw OptionError("--dim", "the " + what + " of " + r.model->directory().string() + " is " + std::to_string(width) +
+    throw OptionError("--dim", "the " + what + " of " + detail::loaded(*r.model).directory().string() + " is " + std::to_string(width) +
                                  " wide, not " + std::to_string(r.dim) + " (leave --dim out)");
   return width;
 }
 
 // The model's scheme must be the one asked for: its settings are what is drawn.
 void check_scheme(const PositionPictureRequest& r, PositionEncoding wanted) {
-  const PositionEncoding has = r.model->config().position_encoding;
+  const PositionEncoding has = detail::loaded(*r.model).config().position_encoding;
   if (has != wanted)
-    throw Error(r.model->directory().string(),
+    throw Error(detail::loaded(*r.model).directory().string(),
                 "uses " + std::string(position_encoding_name(has)) + " positions, not " +
                     std::string(position_encoding_name(wanted)),
                 "pick --scheme " + std::string(position_encoding_name(has)) + ", or leave --model out");
@@ -56,7 +57,7 @@ PositionPicture sinusoidal(const PositionPictureRequest& r) {
   Index offset = 0, dim = r.dim > 0 ? r.dim : kDefaultDim;
   if (r.model != nullptr) {
     check_scheme(r, PositionEncoding::Sinusoidal);
-    const ModelConfig& c = r.model->config();
+    const ModelConfig& c = detail::loaded(*r.model).config();
     layout = c.sinusoidal_layout;
     frequencies = c.sinusoidal_frequencies;
     offset = c.position_offset;
@@ -75,12 +76,12 @@ PositionPicture sinusoidal(const PositionPictureRequest& r) {
 
 PositionPicture learned(const PositionPictureRequest& r) {
   check_scheme(r, PositionEncoding::Learned);
-  const ModelConfig& c = r.model->config();
+  const ModelConfig& c = detail::loaded(*r.model).config();
   const Index dim = model_width(r, c.d_model, "position table");
   const auto name = tensor_name(c, r.stack, Role::Positions, Part::Weight);
-  const TensorView table = name ? r.model->weights().get(*name) : TensorView{};
+  const TensorView table = name ? detail::loaded(*r.model).weights().get(*name) : TensorView{};
   if (table.empty())
-    throw Error(r.model->directory().string(), "has no learned position table for its " +
+    throw Error(detail::loaded(*r.model).directory().string(), "has no learned position table for its " +
                                                    std::string(r.stack == Stack::Encoder ? "encoder" : "decoder"),
                 "try --stack decoder, or a model with learned positions");
   const LearnedPositions positions(table, c.position_offset);
@@ -88,7 +89,7 @@ PositionPicture learned(const PositionPictureRequest& r) {
   positions.check_steps(0, length);  // says how many rows the table has
   HeatmapPanel panel = table_panel(std::string("learned positions (") +
                                        (r.stack == Stack::Encoder ? "encoder" : "decoder") + " table of " +
-                                       r.model->directory().filename().string() + ")",
+                                       detail::loaded(*r.model).directory().filename().string() + ")",
                                    length, dim, "dimension");
   // The rows the model adds: positions onto zeros.
   panel.values.fill(0.0f);
@@ -102,7 +103,7 @@ PositionPicture rope(const PositionPictureRequest& r) {
   Index offset = 0, dim = r.dim > 0 ? r.dim : 32;  // the shipped rope model's head width
   if (r.model != nullptr) {
     check_scheme(r, PositionEncoding::Rope);
-    const ModelConfig& c = r.model->config();
+    const ModelConfig& c = detail::loaded(*r.model).config();
     theta = c.rope_theta;
     layout = c.rope_layout;
     offset = c.position_offset;
@@ -154,11 +155,11 @@ PositionPicture alibi(const PositionPictureRequest& r) {
   Index heads = r.heads > 0 ? r.heads : 8;
   if (r.model != nullptr) {
     check_scheme(r, PositionEncoding::Alibi);
-    const ModelConfig& c = r.model->config();
+    const ModelConfig& c = detail::loaded(*r.model).config();
     const Index model_heads = r.stack == Stack::Encoder ? c.encoder_attention_heads : c.decoder_attention_heads;
     if (r.heads > 0 && r.heads != model_heads)
       throw OptionError("--heads", "the " + std::string(stack_name(r.stack)) + " of " +
-                                       r.model->directory().string() + " has " + std::to_string(model_heads) +
+                                       detail::loaded(*r.model).directory().string() + " has " + std::to_string(model_heads) +
                                        " heads, not " + std::to_string(r.heads) + " (leave --heads out)");
     heads = model_heads;
   }
@@ -171,18 +172,18 @@ PositionPicture alibi(const PositionPictureRequest& r) {
 
 PositionPicture t5_relative(const PositionPictureRequest& r) {
   check_scheme(r, PositionEncoding::T5Relative);
-  const ModelConfig& c = r.model->config();
+  const ModelConfig& c = detail::loaded(*r.model).config();
   const auto name = tensor_name(c, r.stack, Role::RelativeBias, Part::Weight);
-  const TensorView table = name ? r.model->weights().get(*name) : TensorView{};
+  const TensorView table = name ? detail::loaded(*r.model).weights().get(*name) : TensorView{};
   if (table.empty())
-    throw Error(r.model->directory().string(),
+    throw Error(detail::loaded(*r.model).directory().string(),
                 std::string("has no relative attention bias table for its ") + stack_name(r.stack),
                 "try the other --stack");
   const Index length = length_of(r);
   const T5RelativeBias bias(table, direction_of(r.stack), c.relative_attention_max_distance);
   return bias_picture(bias, table.dim(1), direction_of(r.stack), length,
                       std::string("T5 relative bias (") + stack_name(r.stack) + " table of " +
-                          r.model->directory().filename().string() + ")");
+                          detail::loaded(*r.model).directory().filename().string() + ")");
 }
 
 }  // namespace

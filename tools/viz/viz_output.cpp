@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "engine/error.h"
+#include "ordo/error.hpp"
 #include "tools/viz/png_image.h"
 
 namespace ordo::tools {

@@ -1,12 +1,13 @@
 // What a Translator or Generator returns: plain data, owned by the caller.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ordo/export.hpp"
 
-namespace ordo::api {
+namespace ordo {
 
 // One output of a search: its text, its ids and how likely the model found it.
 struct Hypothesis {
@@ -54,7 +55,11 @@ struct Score {
   std::vector<int> ids;               // the scored tokens, eos included
   std::vector<float> token_logprobs;  // log p(ids[t] | input, ids[<t]), one per id
   double logprob = 0.0;               // their sum
+  std::string error;                  // why this pair failed (score_ids_batch); empty if it did not
   bool truncated = false;             // the source was cut to max_input_tokens (truncate)
+
+  // True when the text was scored. Throws nothing.
+  bool ok() const noexcept { return error.empty(); }
 };
 
 // The encoder's output for one sentence: a vector of d_model values per source token.
@@ -100,8 +105,19 @@ struct ORDO_API Attention {
   const AttentionMatrix& get(AttentionKind kind, int layer, int head) const;
 };
 
-}  // namespace ordo::api
+// What every decode of this process has done so far, summed over all threads: a
+// program's timings, as llama.cpp prints them (`ordo --verbose` reports the difference
+// over a run). Prefill is the encoder plus the forced decoder input (a prompt) read at
+// once; decode is the steps after it, one token per live sequence each.
+struct DecodeTotals {
+  std::int64_t input_tokens = 0;    // sources (eos included) and forced decoder inputs (prompts)
+  double prefill_seconds = 0;       // encoding them, and the decoder reading the forced input
+  std::int64_t stepped_tokens = 0;  // tokens the decoder read one step at a time (beams count each)
+  double decode_seconds = 0;        // the steps, search included
+  std::int64_t output_tokens = 0;   // of each request's best hypothesis
+};
 
-namespace ordo {
-using namespace api;  // programs spell these ordo::X (see ordo/options.hpp)
+// The totals so far. Thread-safe; throws nothing.
+ORDO_API DecodeTotals decode_totals() noexcept;
+
 }  // namespace ordo

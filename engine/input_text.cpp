@@ -1,4 +1,4 @@
-#include "tokenizer/input_text.h"
+#include "engine/input_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -110,7 +110,7 @@ std::string escape_control_characters(std::string_view text) {
   return escaped;
 }
 
-bool is_blank(std::string_view text) {
+bool is_blank(std::string_view text) noexcept {
   for (std::size_t i = 0; i < text.size();) {
     const Character c = decode_at(text, i);
     if (c.length == 0 || !is_space(c.code)) return false;

@@ -1,11 +1,11 @@
-// Model: text to ids within the input limits (model.h: max_*_tokens, tokenize_*).
+// LoadedModel: text to ids within the input limits (loaded_model.h: max_*_tokens, tokenize_*).
 #include <algorithm>
 #include <string>
 
 #include "engine/error.h"
 #include "engine/limits.h"
-#include "models/model.h"
-#include "tokenizer/input_text.h"
+#include "models/loaded_model.h"
+#include "engine/input_text.h"
 
 namespace ordo {
 
@@ -45,20 +45,20 @@ Bound effective(Index max_tokens, const Bound& model) {
 
 }  // namespace
 
-Index Model::max_source_tokens() const {
+Index LoadedModel::max_source_tokens() const {
   if (!transformer_->encoder) return 0;
   return model_bound(transformer_->encoder->embedding().max_steps(), 0).tokens;
 }
 
-Index Model::max_target_tokens() const { return model_bound(transformer_->decoder.max_steps(), 0).tokens; }
+Index LoadedModel::max_target_tokens() const { return model_bound(transformer_->decoder.max_steps(), 0).tokens; }
 
-Index Model::max_prompt_tokens() const {
+Index LoadedModel::max_prompt_tokens() const {
   return model_bound(transformer_->decoder.max_steps(), transformer_->decoder_only() ? 0 : 1).tokens;
 }
 
-std::vector<int> Model::tokenize_source(std::string_view text) const { return tokenize_source(text, InputLimit{}).ids; }
+std::vector<int> LoadedModel::tokenize_source(std::string_view text) const { return tokenize_source(text, InputLimit{}).ids; }
 
-Model::TokenizedInput Model::tokenize_source(std::string_view text, const InputLimit& limit) const {
+LoadedModel::TokenizedInput LoadedModel::tokenize_source(std::string_view text, const InputLimit& limit) const {
   const Tokenizer& tokenizer = require(source_tokenizer_);
   if (!transformer_->encoder)
     throw Error("source", "this model is decoder-only: it has no encoder to read a source", "give a prompt instead");
@@ -71,7 +71,7 @@ Model::TokenizedInput Model::tokenize_source(std::string_view text, const InputL
   return {std::move(text_ids.ids), text_ids.more};
 }
 
-std::vector<int> Model::tokenize_target(std::string_view text, Index max_tokens) const {
+std::vector<int> LoadedModel::tokenize_target(std::string_view text, Index max_tokens) const {
   const Bound bound = effective(max_tokens, model_bound(transformer_->decoder.max_steps(), 0));
   Tokenizer::Bounded text_ids =
       require(target_tokenizer_).encode_bounded(text, bound.tokens - 1, Tokenizer::Keep::Start);
@@ -81,11 +81,11 @@ std::vector<int> Model::tokenize_target(std::string_view text, Index max_tokens)
   return std::move(text_ids.ids);
 }
 
-std::vector<int> Model::tokenize_prompt(std::string_view text, bool add_bos) const {
+std::vector<int> LoadedModel::tokenize_prompt(std::string_view text, bool add_bos) const {
   return tokenize_prompt(text, add_bos, InputLimit{}).ids;
 }
 
-Model::TokenizedInput Model::tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit) const {
+LoadedModel::TokenizedInput LoadedModel::tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit) const {
   std::vector<int> ids;
   if (add_bos && config_.bos_token_id) ids.push_back(*config_.bos_token_id);
   const Tokenizer& tokenizer = require(target_tokenizer_);

@@ -1,4 +1,4 @@
-#include "models/model.h"
+#include "models/loaded_model.h"
 
 #include <iostream>
 
@@ -37,18 +37,18 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const fs::path& path, Index mode
 
 }  // namespace
 
-void Model::print_warning(const std::string& message) {
+void LoadedModel::print_warning(const std::string& message) {
   std::cerr << "ordo: warning: " << message << '\n';
 }
 
-std::shared_ptr<const Model> Model::load(const fs::path& directory, const WarningHandler& warn) {
+std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, const WarningHandler& warn) {
   kernels::check_kernel_setting();
   if (directory.empty())
     throw Error("model directory", "the path is empty", "give the directory that holds config.json");
   if (!is_directory_quietly(directory))
     throw Error(directory.string(), "is not a model directory",
                 "a model directory holds config.json and model.safetensors");
-  std::shared_ptr<Model> model(new Model());  // private constructor: make_shared can't reach it
+  std::shared_ptr<LoadedModel> model(new LoadedModel());  // private constructor: make_shared can't reach it
   model->directory_ = directory;
   model->config_ = ModelConfig::load(directory / "config.json");
   model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
@@ -71,7 +71,7 @@ std::shared_ptr<const Model> Model::load(const fs::path& directory, const Warnin
   return model;
 }
 
-const Tokenizer& Model::require(const std::shared_ptr<const Tokenizer>& tokenizer) const {
+const Tokenizer& LoadedModel::require(const std::shared_ptr<const Tokenizer>& tokenizer) const {
   if (tokenizer) return *tokenizer;
   if (exists_quietly(directory_ / "tokenizer.json"))
     throw Error(directory_.string(),
@@ -82,7 +82,7 @@ const Tokenizer& Model::require(const std::shared_ptr<const Tokenizer>& tokenize
               "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
 }
 
-std::string Model::detokenize_source(std::span<const int> ids) const {
+std::string LoadedModel::detokenize_source(std::span<const int> ids) const {
   // The encoder reads every id; only the special ones have no text.
   std::vector<int> text_ids;
   for (int id : ids)
@@ -90,7 +90,7 @@ std::string Model::detokenize_source(std::span<const int> ids) const {
   return require(source_tokenizer_).decode(text_ids);
 }
 
-std::string Model::detokenize_target(std::span<const int> ids) const {
+std::string LoadedModel::detokenize_target(std::span<const int> ids) const {
   std::vector<int> text_ids;
   const SpecialTokens& tokens = transformer_->tokens;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -103,11 +103,11 @@ std::string Model::detokenize_target(std::span<const int> ids) const {
   return require(target_tokenizer_).decode(text_ids);
 }
 
-std::vector<std::string> Model::source_pieces(std::span<const int> ids) const {
+std::vector<std::string> LoadedModel::source_pieces(std::span<const int> ids) const {
   return require(source_tokenizer_).pieces(ids);
 }
 
-std::vector<std::string> Model::target_pieces(std::span<const int> ids) const {
+std::vector<std::string> LoadedModel::target_pieces(std::span<const int> ids) const {
   return require(target_tokenizer_).pieces(ids);
 }
 

@@ -13,8 +13,10 @@
 // Every error is an ordo::Error whose message says what, where and what to do; a bad
 // option is its subclass ordo::OptionError, which names the field.
 //
-// The types live in ordo::api and are spelled ordo::X; nothing of the engine (BLAS,
-// SentencePiece, JSON, the weight mapping) is visible here.
+// Nothing of the engine (BLAS, SentencePiece, JSON, the weight mapping) is visible here.
+// The headers live with their code: the options, results and errors the engine reads
+// and writes in engine/include/ordo/, the Model, Translator and Generator in
+// models/api/ordo/; installed, they are one folder, <prefix>/include/ordo/.
 #pragma once
 
 #include "ordo/error.hpp"

@@ -13,24 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "ordo/text.hpp"  // check_input_text, is_blank, escape_control_characters: the rule's public part
+
 namespace ordo {
-
-// Throws Error "input text: <what> at byte N (<hint>)" unless `text` follows the rule
-// above. Linear in the text, so cheap next to tokenizing it.
-void check_input_text(std::string_view text);
-
-// The output side of the rule, for a program that writes one line per text: `text`
-// with each control character the rule refuses written as an escape, so that generated
-// text (a byte-fallback tokenizer can spell any byte) never breaks or hides a line.
-// Line feed and carriage return become \n and \r, every other one \u00XX (JSON's
-// spelling, e.g. \u001b for ESC), and a backslash \\, so the escaping can be undone.
-// Tab, the one control character the rule reads, stays; bytes that break UTF-8 pass as
-// they are (they end no line).
-std::string escape_control_characters(std::string_view text);
-
-// The text has nothing to read: it is empty or holds only spaces (ASCII space, tab, and
-// the Unicode space separators, e.g. U+00A0 and U+3000). Call on checked text.
-bool is_blank(std::string_view text);
 
 // Where a long text may be cut so that tokenizing the part gives the same pieces as
 // tokenizing the whole: at a space, since SentencePiece pieces never span one. The

@@ -1,12 +1,14 @@
-// A model directory, loaded: config.json + model.safetensors or its shards (+ SentencePiece models).
+// A model directory, loaded: config.json + model.safetensors or its shards (+ SentencePiece
+// models), bound into a Transformer. What ordo::Model (the public handle, models/api/)
+// holds; the engine-level tests and tools read its parts directly.
 //
-//   auto model = ordo::Model::load("weights/sinusoidal");
+//   auto model = ordo::LoadedModel::load("weights/sinusoidal");
 //   auto source = model->tokenize_source("cats chase dogs");      // eos appended
-//   auto best = ordo::greedy_search(model->transformer(), source);
-//   std::cout << model->detokenize_target(best.ids) << '\n';      // Katzen jagen Hunde
+//   auto best = ordo::decode(model->transformer(), source);        // engine/search.h
+//   std::cout << model->detokenize_target(best.front().ids) << '\n';  // Katzen jagen Hunde
 //
-// A Model is immutable after load(): share one std::shared_ptr<const Model> between
-// threads; each call builds its own per-request state.
+// A LoadedModel is immutable after load(): share one std::shared_ptr<const LoadedModel>
+// between threads; each call builds its own per-request state.
 #pragma once
 
 #include <filesystem>
@@ -25,7 +27,7 @@
 
 namespace ordo {
 
-class Model {
+class LoadedModel {
  public:
   // Receives load-time warnings (e.g. tensors the config does not use). The default
   // prints "ordo: warning: ..." to stderr.
@@ -34,7 +36,7 @@ class Model {
 
   // Tokenizers are optional: `tokenizer.model` (shared), or `source.model` and
   // `target.model`. Without them, only id-based use works.
-  static std::shared_ptr<const Model> load(const std::filesystem::path& directory,
+  static std::shared_ptr<const LoadedModel> load(const std::filesystem::path& directory,
                                            const WarningHandler& warn = print_warning);
 
   const std::filesystem::path& directory() const { return directory_; }
@@ -89,7 +91,7 @@ class Model {
   std::vector<std::string> target_pieces(std::span<const int> ids) const;
 
  private:
-  Model() = default;
+  LoadedModel() = default;
   const Tokenizer& require(const std::shared_ptr<const Tokenizer>& tokenizer) const;
 
   std::filesystem::path directory_;

@@ -5,7 +5,7 @@
 #include "ordo/error.hpp"
 #include "ordo/results.hpp"
 
-namespace ordo::api {
+namespace ordo {
 
 namespace {
 
@@ -60,4 +60,4 @@ const AttentionMatrix& Attention::get(AttentionKind kind, int layer, int head) c
               "it has layers 0-" + std::to_string(layers - 1) + " and heads 0-" + std::to_string(heads - 1));
 }
 
-}  // namespace ordo::api
+}  // namespace ordo

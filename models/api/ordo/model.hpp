@@ -1,0 +1,149 @@
+// A loaded model directory, and where the default one is.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ordo/export.hpp"
+
+namespace ordo {
+
+namespace detail {
+struct ModelAccess;
+}  // namespace detail
+
+// What a model directory holds, as `ordo inspect` and `ordo models` show it.
+struct ModelInfo {
+  // One tensor of the weight files.
+  struct Tensor {
+    std::string name;                // as the file spells it (print it with printable())
+    std::string dtype;               // "F32", "F16", "BF16"
+    std::vector<std::int64_t> shape;
+    std::string file;                // the weight file that holds it (its name)
+    bool used = true;                // false: this config has no use for it (ignored)
+  };
+  std::string family;               // "ordo" or "llama"
+  bool decoder_only = false;        // no encoder: a Generator's model
+  std::string position_encoding;    // "sinusoidal", "learned", "rope", "alibi", "t5_relative" or "none"
+  int attention_heads = 0;          // the decoder's query heads
+  int key_value_heads = 0;          // its K/V heads (fewer: grouped-query attention)
+  std::string config_json;          // config.json as read, defaults filled in, in the family's own keys
+  std::int64_t parameters = 0;      // parameters the config uses
+  std::uint64_t weight_bytes = 0;   // bytes of the weight files: on disk, and mapped in memory
+  std::vector<std::string> weight_files;  // their names, in order
+  std::vector<Tensor> tensors;            // every tensor of every file, in file order
+  int tokenizer_vocab_size = 0;           // pieces of the (source) tokenizer; 0: no tokenizer
+};
+
+// A model directory, loaded: config.json, model.safetensors (or its shards) and the
+// SentencePiece tokenizer.model. Immutable once loaded; copies share it, so one Model
+// serves any number of Translators, Generators and threads.
+class ORDO_API Model {
+ public:
+  // Receives each load-time warning (a tensor the config does not use, say).
+  using WarningHandler = std::function<void(const std::string&)>;
+
+  // Loads `directory`, or the shipped model of that name when it is not a directory
+  // ("german-llama", see shipped_model_names()). Warnings go to `on_warning`, or to stderr
+  // ("ordo: warning: ...") when it is empty. Throws ordo::Error naming the file at fault
+  // and what is wrong (for a name that is neither, the shipped names).
+  static Model load(const std::filesystem::path& directory, const WarningHandler& on_warning = {});
+  // Loads default_model_directory(). Throws ordo::Error when no default model is found
+  // (naming where it looked) or when it does not load.
+  static Model load_default(const WarningHandler& on_warning = {});
+
+  // The directory it was loaded from. Throws nothing.
+  const std::filesystem::path& directory() const noexcept;
+  // "ordo" (encoder-decoder, a Translator's) or "llama" (decoder-only, a Generator's). Throws nothing.
+  const std::string& model_type() const noexcept;
+  // True for a decoder-only model: use a Generator; else a Translator. Throws nothing.
+  bool is_decoder_only() const noexcept;
+  // True when text can be used (tokenizer.model was there); else only ids. Throws nothing.
+  bool has_tokenizer() const noexcept;
+  // The token a prompt starts with (LLaMA's <s>), when the config names one. Throws nothing.
+  std::optional<int> bos_token_id() const noexcept;
+  // The most tokens a source may have, eos included (decoder-only models: a prompt, bos
+  // included). Throws nothing.
+  int max_input_tokens() const noexcept;
+
+  // Text -> source token ids, eos appended. Throws ordo::Error for blank text, text that
+  // is not printable UTF-8, text beyond max_input_tokens, or a model without a tokenizer.
+  std::vector<int> tokenize_source(std::string_view text) const;
+  // Text -> target token ids, eos appended. Throws ordo::Error as tokenize_source does.
+  std::vector<int> tokenize_target(std::string_view text) const;
+  // Source ids -> text (eos and pad skipped). Throws ordo::Error for an id outside the
+  // vocabulary or a model without a tokenizer.
+  std::string detokenize_source(std::span<const int> ids) const;
+  // Target ids -> text, up to the first eos. Throws ordo::Error as detokenize_source does.
+  std::string detokenize_target(std::span<const int> ids) const;
+  // A prompt for a Generator: text -> target ids without eos, after the model's bos when
+  // `add_bos` (and the model has one). Throws ordo::Error as tokenize_source does; blank
+  // text gives bos alone (generation from scratch), or an error without bos.
+  std::vector<int> tokenize_prompt(std::string_view text, bool add_bos = true) const;
+  // Ids -> the SentencePiece pieces the model reads ("▁cats"), one per id, for display.
+  // Throws ordo::Error for an id outside the vocabulary or a model without a tokenizer.
+  std::vector<std::string> source_pieces(std::span<const int> ids) const;
+  std::vector<std::string> target_pieces(std::span<const int> ids) const;
+
+  // What the directory holds: family, config, parameters, every tensor. Throws
+  // ordo::Error when a weight file's size cannot be read.
+  ModelInfo info() const;
+
+  struct Impl;  // the loaded model; opaque to programs
+
+ private:
+  explicit Model(std::shared_ptr<const Impl> impl);
+  friend struct detail::ModelAccess;  // ordo's own implementation and engine-level tools
+
+  std::shared_ptr<const Impl> impl_;
+};
+
+// Where Model::load_default() looks: $ORDO_MODEL when set, else the shipped model next to
+// the running code: <prefix>/share/ordo/sinusoidal for an installed libordo (or program),
+// the source tree's weights/sinusoidal for a build-tree binary. Throws ordo::Error naming
+// every place it looked, and what to do, when none has the model.
+ORDO_API std::filesystem::path default_model_directory();
+
+// The shipped models: translate's default (kDefaultModelName) and generate's
+// (kDefaultLanguageModelName), with the others beside them.
+inline constexpr const char* kDefaultModelName = "sinusoidal";
+inline constexpr const char* kDefaultLanguageModelName = "german-llama";
+
+// Where generate's default is: $ORDO_MODEL when set, else the shipped language model.
+// Throws ordo::Error as default_model_directory() does.
+ORDO_API std::filesystem::path default_language_model_directory();
+
+// The directory the shipped models live in (<prefix>/share/ordo, or the source tree's
+// weights/). Throws ordo::Error as default_model_directory() does.
+ORDO_API std::filesystem::path shipped_models_directory();
+
+// The shipped models' names (directories holding config.json there), sorted. Throws
+// ordo::Error as shipped_models_directory() does.
+ORDO_API std::vector<std::string> shipped_model_names();
+
+// The shipped model called `name` ("german-llama", or "weights/german-llama" as the
+// README spells it from the source root); nullopt when there is none by that name.
+ORDO_API std::optional<std::filesystem::path> shipped_model(const std::string& name);
+
+// A model as a user names it: `given` itself when it is a directory (or empty), else the
+// shipped model of that name. Throws ordo::Error listing the shipped names when it is
+// neither.
+ORDO_API std::filesystem::path find_model_directory(const std::string& given);
+
+// The model next to the running code, ignoring $ORDO_MODEL: what default_model_directory()
+// falls back on. Throws ordo::Error naming every place it looked.
+ORDO_API std::filesystem::path builtin_model_directory();
+
+// Threads every computation may use from now on, process-wide; every core until set,
+// and `threads` <= 0 keeps the current number. Throws ordo::Error when a thread cannot
+// be started (a memory or process limit); the threads it did start are stopped again.
+ORDO_API void set_threads(int threads);
+
+}  // namespace ordo
