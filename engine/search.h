@@ -1,7 +1,10 @@
-// What a Transformer is used for, on token ids: encode sources, decode them (greedy,
-// beam search or sampling, DecodingOptions), continue prompts, score targets under
-// teacher forcing. Every function takes a batch and runs it as one set of sequences;
-// text in and out is the job of ordo::Translator (models/translator.h).
+// Decoding on token ids: a batch of requests (sources to translate, prompts to continue)
+// decoded greedily, by beam search or by sampling (DecodingOptions), as one set of live
+// sequences. A decode runs in three steps that read top to bottom in search.cpp: size
+// the search and check its memory, prefill (the encoder and every forced input at
+// once), then one decoder step per generated token. Scoring is engine/score.h; a
+// batch's inputs (checks, encoding) engine/decode_inputs.h; text in and out is
+// ordo::Translator's and ordo::Generator's (models/api/).
 //
 // A decode reads its forced input first, in one pass over all its tokens: decoder_start
 // and any target prefix for an encoder-decoder model, the prompt for a decoder-only one.
@@ -50,7 +53,7 @@ struct DecodeResult {
 // its batch and leaves them for the next, so a stream of batches reuses the same memory
 // instead of asking the allocator (and the kernel, for fresh pages) every time. A
 // workspace grows to the largest batch it has served and keeps that size. Use one per
-// thread at a time; ordo::Translator keeps a small pool of them.
+// thread at a time; ordo::Translator and ordo::Generator keep a small pool of them.
 class DecodeWorkspace {
  public:
   DecodeWorkspace();
@@ -64,18 +67,6 @@ class DecodeWorkspace {
  private:
   std::unique_ptr<Buffers> buffers_;
 };
-
-// Throws Error unless `source` is a valid encoder input: the model has an encoder, and
-// the source is non-empty, its ids within the vocabulary, within ordo's and the
-// positions' length limits.
-void check_source(const Transformer& model, std::span<const int> source);
-
-// The encoder output of a batch of sources (each checked by check_source), padded to
-// the longest.
-EncodedBatch encode_batch(const Transformer& model, std::span<const std::vector<int>> sources);
-
-// The encoder output [S, d] of one source.
-Matrix encode(const Transformer& model, std::span<const int> source);
 
 // One decoding request, in token ids.
 struct DecodeRequest {
@@ -127,25 +118,5 @@ std::vector<DecodeResult> decode_batch(const Transformer& model,
 // One source; throws Error when it cannot be decoded.
 std::vector<Hypothesis> decode(const Transformer& model, std::span<const int> source,
                                const DecodingOptions& options = {});
-
-// Teacher-forced log-probability of each target token. Encoder-decoder: the decoder
-// reads [decoder_start, target[0..n-2]] and predicts target[0..n-1]. Decoder-only (no
-// sources): it reads target[0..n-2] and predicts target[1..n-1], n-1 log-probs. Each
-// Score holds the predicted ids, their log-probs and their sum, or its error.
-// Scores sources[i] -> targets[i] for every i as one batch; for a decoder-only model
-// pass no sources (an empty span) and targets of at least 2 tokens.
-std::vector<Score> score_batch(const Transformer& model,
-                                     std::span<const std::vector<int>> sources,
-                                     std::span<const std::vector<int>> targets);
-// The same, reusing `workspace`'s buffers.
-std::vector<Score> score_batch(const Transformer& model,
-                                     std::span<const std::vector<int>> sources,
-                                     std::span<const std::vector<int>> targets,
-                                     DecodeWorkspace& workspace);
-
-// One pair (source empty for a decoder-only model); throws Error when it cannot be
-// scored.
-std::vector<float> score_target(const Transformer& model, std::span<const int> source,
-                                std::span<const int> target);
 
 }  // namespace ordo

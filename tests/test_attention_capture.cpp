@@ -11,6 +11,7 @@
 #include <random>
 
 #include "engine/attention_recorder.h"
+#include "engine/decode_inputs.h"
 #include "engine/error.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"

@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "engine/decode_inputs.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "tests/model_factory.h"

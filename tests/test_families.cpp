@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/score.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "models/tensor_names.h"

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/score.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "tests/cli_runner.h"

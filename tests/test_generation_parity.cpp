@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/score.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "tests/parity_support.h"

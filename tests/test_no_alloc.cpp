@@ -9,6 +9,7 @@
 #include <new>
 #include <numeric>
 
+#include "engine/decode_inputs.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "tests/model_factory.h"

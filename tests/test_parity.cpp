@@ -40,6 +40,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/decode_inputs.h"
+#include "engine/score.h"
 #include "engine/search.h"
 #include "tests/greedy.h"
 #include "models/loaded_model.h"

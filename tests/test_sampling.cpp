@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/score.h"
 #include "engine/thread_pool.h"
 #include "engine/blas.h"
 #include "engine/sampler.h"

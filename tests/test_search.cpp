@@ -23,8 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include "engine/decode_inputs.h"
 #include "engine/error.h"
 #include "engine/ops.h"
+#include "engine/score.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "tests/model_factory.h"

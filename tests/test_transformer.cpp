@@ -10,6 +10,8 @@
 #include <limits>
 #include <numeric>
 
+#include "engine/decode_inputs.h"
+#include "engine/score.h"
 #include "engine/search.h"
 #include "tests/greedy.h"
 #include "models/loaded_model.h"

@@ -2,6 +2,7 @@
 // observer, engine/attention_recorder.h) attached to one teacher-forced pass, and what
 // it recorded copied out as plain matrices labelled with their tokens.
 #include "engine/attention_recorder.h"
+#include "engine/decode_inputs.h"
 #include "engine/search.h"
 #include "models/api/internal.h"
 

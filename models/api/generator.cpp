@@ -7,6 +7,7 @@
 #include "engine/decoding_options.h"
 #include "engine/error.h"
 #include "engine/limits.h"
+#include "engine/score.h"
 #include "engine/search.h"
 #include "models/api/internal.h"
 #include "engine/input_text.h"

@@ -3,8 +3,10 @@
 // through this class.
 #include <algorithm>
 
+#include "engine/decode_inputs.h"
 #include "engine/error.h"
 #include "engine/limits.h"
+#include "engine/score.h"
 #include "engine/search.h"
 #include "models/api/internal.h"
 #include "engine/input_text.h"

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/score.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "tests/fuzz/fuzz_support.h"
