@@ -148,7 +148,7 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
   }
 
   const auto positions =
-      bind.self_attention_positions(d, config.decoder_attention_heads, config.decoder_head_dim());
+      bind.self_attention_positions(d, config.decoder_attention_heads, config.decoder_head_dim);
   std::vector<DecoderLayer> layers;
   for (Index i = 0; i < config.decoder_layers; ++i) {
     std::optional<CrossAttentionBlock> cross;

@@ -196,7 +196,7 @@ ModelConfig ordo_config(const KeyReader& keys) {
   c.decoder_start_token_id = c.has_encoder() ? keys.token_id("decoder_start_token_id")
                                              : keys.optional_token_id("decoder_start_token_id").value_or(c.pad_token_id);
   validate(c, keys);
-  c.decoder_head_width = c.d_model / c.decoder_attention_heads;
+  c.decoder_head_dim = c.d_model / c.decoder_attention_heads;
   return c;
 }
 
@@ -273,7 +273,7 @@ nlohmann::json ModelConfig::to_json() const {
   j["encoder_attention_heads"] = encoder_attention_heads;
   j["decoder_attention_heads"] = decoder_attention_heads;
   j["num_key_value_heads"] = num_key_value_heads;
-  j["head_dim"] = decoder_head_width;
+  j["head_dim"] = decoder_head_dim;
   j["encoder_ffn_dim"] = encoder_ffn_dim;
   j["decoder_ffn_dim"] = decoder_ffn_dim;
   j["activation_function"] = std::string(name_of(kActivations, activation_function));

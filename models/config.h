@@ -57,7 +57,7 @@ struct ModelConfig {
   Index num_key_value_heads = 0;
   // The decoder's head width; d_model / decoder_attention_heads except where a family
   // sets it (LLaMA's head_dim).
-  Index decoder_head_width = 0;
+  Index decoder_head_dim = 0;
   Index encoder_ffn_dim = 0;          // required with encoder layers
   Index decoder_ffn_dim = 0;          // required
   Activation activation_function = Activation::Relu;
@@ -92,7 +92,6 @@ struct ModelConfig {
 
   bool has_encoder() const { return encoder_layers > 0; }
   Index encoder_head_dim() const { return d_model / encoder_attention_heads; }
-  Index decoder_head_dim() const { return decoder_head_width; }
   // Query heads per K/V head of the decoder's self-attention.
   Index grouped_query_ratio() const { return decoder_attention_heads / num_key_value_heads; }
 

@@ -47,14 +47,14 @@ ModelConfig llama_config(const nlohmann::json& object, const std::string& source
                 "hidden_size=" + std::to_string(c.d_model) + " is not divisible by num_attention_heads=" +
                     std::to_string(c.decoder_attention_heads),
                 "or give head_dim explicitly");
-    c.decoder_head_width = c.d_model / c.decoder_attention_heads;
+    c.decoder_head_dim = c.d_model / c.decoder_attention_heads;
   } else {
-    c.decoder_head_width = keys.integer("head_dim", *head_dim);
-    check.positive("head_dim", c.decoder_head_width);
-    check.at_most_max_size("head_dim x num_attention_heads", c.decoder_head_width * c.decoder_attention_heads);
+    c.decoder_head_dim = keys.integer("head_dim", *head_dim);
+    check.positive("head_dim", c.decoder_head_dim);
+    check.at_most_max_size("head_dim x num_attention_heads", c.decoder_head_dim * c.decoder_attention_heads);
   }
-  if (c.decoder_head_width % 2 != 0)
-    keys.fail("head_dim", "RoPE needs an even head dimension, got " + std::to_string(c.decoder_head_width));
+  if (c.decoder_head_dim % 2 != 0)
+    keys.fail("head_dim", "RoPE needs an even head dimension, got " + std::to_string(c.decoder_head_dim));
 
   c.layer_norm_eps = keys.real("rms_norm_eps", 1e-6);
   check.epsilon("rms_norm_eps", c.layer_norm_eps);
@@ -118,7 +118,7 @@ nlohmann::json llama_config_json(const ModelConfig& c) {
   j["num_hidden_layers"] = c.decoder_layers;
   j["num_attention_heads"] = c.decoder_attention_heads;
   j["num_key_value_heads"] = c.num_key_value_heads;
-  j["head_dim"] = c.decoder_head_width;
+  j["head_dim"] = c.decoder_head_dim;
   j["hidden_act"] = "silu";  // the only one llama_config accepts
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["rms_norm_eps"] = c.layer_norm_eps;

@@ -161,8 +161,8 @@ Index resolve(Dim dim, Stack stack, const ModelConfig& c) {
     case Vocab: return encoder ? c.vocab_size : c.decoder_vocab_size;
     case Model: return c.d_model;
     case Ffn: return encoder ? c.encoder_ffn_dim : c.decoder_ffn_dim;
-    case QueryWidth: return encoder ? c.d_model : c.decoder_attention_heads * c.decoder_head_dim();
-    case KvWidth: return encoder ? c.d_model : c.num_key_value_heads * c.decoder_head_dim();
+    case QueryWidth: return encoder ? c.d_model : c.decoder_attention_heads * c.decoder_head_dim;
+    case KvWidth: return encoder ? c.d_model : c.num_key_value_heads * c.decoder_head_dim;
     case PositionRows: return c.max_position_embeddings + c.position_offset;
     case Buckets: return c.relative_attention_num_buckets;
     case Heads: return encoder ? c.encoder_attention_heads : c.decoder_attention_heads;

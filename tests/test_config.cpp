@@ -69,7 +69,7 @@ TEST(Config, MinimalConfigGetsEveryDefault) {
   EXPECT_EQ(c.eos_token_id, 2);
   EXPECT_EQ(c.decoder_start_token_id, 3);
   EXPECT_EQ(c.encoder_head_dim(), 16);
-  EXPECT_EQ(c.decoder_head_dim(), 8);
+  EXPECT_EQ(c.decoder_head_dim, 8);
 }
 
 TEST(Config, FullConfigRoundTripsThroughToJson) {

@@ -148,7 +148,7 @@ TEST(Families, LlamaConfigMapsOntoTheEngine) {
   EXPECT_EQ(c.d_model, 16);
   EXPECT_EQ(c.decoder_ffn_dim, 24);
   EXPECT_EQ(c.num_key_value_heads, 2);
-  EXPECT_EQ(c.decoder_head_dim(), 4);
+  EXPECT_EQ(c.decoder_head_dim, 4);
   EXPECT_EQ(c.norm_kind, NormKind::RmsNorm);
   EXPECT_EQ(c.feed_forward_kind, FeedForwardKind::Gated);
   EXPECT_EQ(c.activation_function, Activation::Silu);

@@ -58,7 +58,7 @@ TEST(GenerationParity, OracleCoversBothFamiliesAndTheirVariants) {
     if (model->weights().files().size() > 1) kinds.insert("sharded");
     if (c.family == Family::Llama && c.attention_bias) kinds.insert("attention_bias");
     if (c.family == Family::Llama && c.mlp_bias) kinds.insert("mlp_bias");
-    if (c.decoder_head_dim() * c.decoder_attention_heads != c.d_model) kinds.insert("head_dim");
+    if (c.decoder_head_dim * c.decoder_attention_heads != c.d_model) kinds.insert("head_dim");
     if (!c.other_eos_token_ids.empty()) kinds.insert("eos list");
     kinds.insert(read_json(parity_dir() / name / "reference.json").at("dtype").get<std::string>());
   }

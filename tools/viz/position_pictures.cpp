@@ -107,7 +107,7 @@ PositionPicture rope(const PositionPictureRequest& r) {
     theta = c.rope_theta;
     layout = c.rope_layout;
     offset = c.position_offset;
-    dim = model_width(r, c.has_encoder() ? c.encoder_head_dim() : c.decoder_head_dim(), "attention head");
+    dim = model_width(r, c.has_encoder() ? c.encoder_head_dim() : c.decoder_head_dim, "attention head");
   }
   const Index length = length_of(r);
   const RotaryEmbedding rotary(dim, theta, layout, offset);
