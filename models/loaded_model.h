@@ -71,7 +71,7 @@ class LoadedModel {
   };
 
   // Text -> ids with eos appended, within the limit. Throws Error when the text breaks
-  // the input rule (tokenizer/input_text.h), is blank, or when there is no tokenizer.
+  // the input rule (ordo/text.hpp), is blank, or when there is no tokenizer.
   std::vector<int> tokenize_source(std::string_view text) const;  // the model's limit
   TokenizedInput tokenize_source(std::string_view text, const InputLimit& limit) const;
   // Targets are scored whole, never cut: beyond `max_tokens` (0: the model's limit)

@@ -1,4 +1,4 @@
-// The default model is found from where ordo runs (models/default_model.h): the source
+// The default model is found from where ordo runs (ordo/model.hpp, models/default_model.cpp): the source
 // tree's weights/ for binaries in a build tree, <prefix>/share/ordo for an installed or
 // moved one, and a clear error when neither is there. Nothing is fixed at build time,
 // so a copy of the CLI elsewhere must find (or miss) the model by its own location.

@@ -1,4 +1,4 @@
-// Shipped models by name (models/default_model.h: find_model_directory): `--model
+// Shipped models by name (ordo/model.hpp: find_model_directory, in models/default_model.cpp): `--model
 // german-llama` from any directory, the README's `--model weights/german-llama` from
 // outside the source root, `ordo models`, generate's default language model, and an
 // unknown name's error listing the shipped ones.

@@ -1,7 +1,7 @@
 // A SentencePiece model: text <-> piece ids.
 //
 // ordo wraps SentencePiece rather than reimplementing it; what the wrapper adds is
-// checking at the boundary: text that breaks ordo's input rule (tokenizer/input_text.h:
+// checking at the boundary: text that breaks ordo's input rule (ordo/text.hpp:
 // UTF-8 without control characters), empty text and ids outside the vocabulary are
 // errors with a message, never undefined behaviour inside the library; and a bound on
 // the work a long text costs (encode_bounded).
