@@ -15,6 +15,7 @@
 //   costs.h           the bytes a decode step reads, the FLOPs an encode does
 //   probes.h          the machine: sgemm GFLOP/s, streaming GB/s, peak RSS
 //   report.h          the JSON object and the table
+//   options.h, timing.h  what a run is asked to do; its clock and the median it reports
 // Every engine runs the same workload on the same numbers: tools/bench/bench_peer.py in
 // PyTorch, and tools/bench/bench.sh runs both side by side.
 //
