@@ -9,15 +9,6 @@ namespace ordo {
 
 namespace {
 
-const char* kind_name(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::Encoder: return "encoder";
-    case AttentionKind::Decoder: return "decoder";
-    case AttentionKind::Cross: return "cross";
-  }
-  return "?";
-}
-
 // Grows m to at least [rows, cols], keeping its values and zeroing the new cells.
 void grow(Matrix& m, Index rows, Index cols) {
   if (rows <= m.rows() && cols <= m.cols()) return;
@@ -44,7 +35,7 @@ const Matrix& AttentionRecorder::at(const Key& key) const {
   const auto found = matrices_.find(key);
   if (found == matrices_.end())
     throw Error("attention recorder",
-                std::string("nothing recorded for ") + kind_name(key.kind) + " attention, layer " +
+                std::string("nothing recorded for ") + attention_kind_name(key.kind) + " attention, layer " +
                     std::to_string(key.layer) + ", sequence " + std::to_string(key.sequence) + ", head " +
                     std::to_string(key.head),
                 "set the observer before running that stack, and check the layer and head exist");

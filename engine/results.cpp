@@ -9,15 +9,6 @@ namespace ordo {
 
 namespace {
 
-const char* kind_name(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::Encoder: return "encoder";
-    case AttentionKind::Decoder: return "decoder";
-    case AttentionKind::Cross: return "cross";
-  }
-  return "unknown";
-}
-
 // row-major [rows, cols] element (row, col), or an Error naming `what` and the bounds.
 float element(const std::vector<float>& values, int rows, int cols, int row, int col, const char* what) {
   if (row < 0 || row >= rows || col < 0 || col >= cols)
@@ -27,6 +18,15 @@ float element(const std::vector<float>& values, int rows, int cols, int row, int
 }
 
 }  // namespace
+
+const char* attention_kind_name(AttentionKind kind) noexcept {
+  switch (kind) {
+    case AttentionKind::Encoder: return "encoder";
+    case AttentionKind::Decoder: return "decoder";
+    case AttentionKind::Cross: return "cross";
+  }
+  return "unknown";
+}
 
 const Hypothesis& Translation::best() const {
   if (!ok()) throw Error(error);
@@ -54,7 +54,7 @@ const AttentionMatrix& Attention::get(AttentionKind kind, int layer, int head) c
     layers = std::max(layers, m.layer + 1);
     heads = std::max(heads, m.head + 1);
   }
-  const std::string which = std::string(kind_name(kind)) + " attention";
+  const std::string which = std::string(attention_kind_name(kind)) + " attention";
   if (layers == 0) throw Error(which, "was not recorded", "a decoder-only model has no encoder or cross-attention");
   throw Error(which, "has no layer " + std::to_string(layer) + " head " + std::to_string(head),
               "it has layers 0-" + std::to_string(layers - 1) + " and heads 0-" + std::to_string(heads - 1));

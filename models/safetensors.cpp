@@ -456,22 +456,18 @@ TensorView SafetensorsFile::as_float32(const TensorInfo& info, std::vector<float
   }
 }
 
-void write_safetensors_f32(const std::filesystem::path& path,
-                           const std::vector<NamedTensor>& tensors) {
+void write_generated_safetensors_f32(const std::filesystem::path& path,
+                                     const std::vector<GeneratedTensor>& tensors) {
   const std::string file = path.string();
   json header = json::object();
   std::uint64_t offset = 0;
-  for (const NamedTensor& tensor : tensors) {
+  for (const GeneratedTensor& tensor : tensors) {
     const std::string where = file + ": tensor '" + tensor.name + "'";
     if (tensor.name == "__metadata__") throw Error(where, "the name is reserved");
     if (header.contains(tensor.name)) throw Error(where, "written twice");
     for (Index d : tensor.shape)
       if (d < 0) throw Error(where, "shape " + to_string(tensor.shape) + " has a negative dimension");
-    if (static_cast<std::size_t>(element_count(tensor.shape)) != tensor.values.size())
-      throw Error(where, "shape " + to_string(tensor.shape) + " needs " +
-                             std::to_string(element_count(tensor.shape)) + " values, got " +
-                             std::to_string(tensor.values.size()));
-    const std::uint64_t bytes = tensor.values.size() * sizeof(float);
+    const std::uint64_t bytes = static_cast<std::uint64_t>(element_count(tensor.shape)) * sizeof(float);
     header[tensor.name] = {{"dtype", "F32"}, {"shape", tensor.shape},
                            {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -485,11 +481,35 @@ void write_safetensors_f32(const std::filesystem::path& path,
   for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
   out.write(length, sizeof length);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const NamedTensor& tensor : tensors)
-    out.write(reinterpret_cast<const char*>(tensor.values.data()),
-              static_cast<std::streamsize>(tensor.values.size() * sizeof(float)));
+  std::vector<float> chunk;  // one buffer for every tensor: the writer holds 4 MB at most
+  for (const GeneratedTensor& tensor : tensors) {
+    const auto count = static_cast<std::uint64_t>(element_count(tensor.shape));
+    for (std::uint64_t first = 0; first < count; first += chunk.size()) {
+      chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(count - first, std::uint64_t{1} << 20)));
+      tensor.fill(first, chunk);
+      out.write(reinterpret_cast<const char*>(chunk.data()), static_cast<std::streamsize>(chunk.size() * sizeof(float)));
+    }
+  }
   out.close();
   if (!out) throw Error(file, "write failed: " + system_error(), "disk full?");
+}
+
+void write_safetensors_f32(const std::filesystem::path& path,
+                           const std::vector<NamedTensor>& tensors) {
+  std::vector<GeneratedTensor> generated;
+  generated.reserve(tensors.size());
+  for (const NamedTensor& tensor : tensors) {
+    // A negative dimension is the writer's to name; any other shape must match the values.
+    const bool negative = std::ranges::any_of(tensor.shape, [](Index d) { return d < 0; });
+    if (!negative && static_cast<std::size_t>(element_count(tensor.shape)) != tensor.values.size())
+      throw Error(path.string() + ": tensor '" + tensor.name + "'",
+                  "shape " + to_string(tensor.shape) + " needs " + std::to_string(element_count(tensor.shape)) +
+                      " values, got " + std::to_string(tensor.values.size()));
+    generated.push_back({tensor.name, tensor.shape, [&tensor](std::uint64_t first, std::span<float> out) {
+                           std::copy_n(tensor.values.begin() + static_cast<std::ptrdiff_t>(first), out.size(), out.begin());
+                         }});
+  }
+  write_generated_safetensors_f32(path, generated);
 }
 
 }  // namespace ordo

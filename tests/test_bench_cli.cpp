@@ -1,17 +1,28 @@
 // `ordo bench` as a user meets it: every key of its JSON, the decode bound it derives,
-// decoder-only models, and the flags it refuses. Timings are never asserted (they are
-// whatever the machine gives); only that they are there, finite and positive.
+// decoder-only models, the flags it refuses, and the shapes it lists. Timings are never
+// asserted (they are whatever the machine gives); only that they are there, finite and
+// positive. Then its parts (tools/cli/bench/) where a number must be exact: the shapes it
+// lists are the ones it builds, and its random numbers are those bench_peer.py computes.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "models/loaded_model.h"
 #include "models/safetensors.h"
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
+#include "tools/cli/bench/random_model.h"
+#include "tools/cli/bench/random_numbers.h"
+#include "tools/cli/bench/shapes.h"
 
 namespace ordo {
 namespace {
@@ -149,12 +160,127 @@ TEST(BenchCli, LlamaShapeIsADecoderOnlyModelOfTheStatedSize) {
   EXPECT_EQ(j["sample_ids"].size(), 1u);
 }
 
+// What tools/bench/make_bench_model.py and bench_peer.py read instead of keeping copies:
+// one line per shape, its config.json among the keys.
+TEST(BenchCli, ListShapesJsonGivesEachShapesConfig) {
+  const auto r = run_ordo("bench --list-shapes --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<json> shapes;
+  for (std::string line; std::getline(lines, line);) shapes.push_back(json::parse(line));
+  ASSERT_EQ(shapes.size(), 2u) << r.out;
+  EXPECT_EQ(shapes[0]["name"], "base");
+  EXPECT_EQ(shapes[0]["kind"], "encoder-decoder");
+  EXPECT_EQ(shapes[0]["config"]["model_type"], "ordo");
+  EXPECT_EQ(shapes[0]["config"]["d_model"], 512);
+  EXPECT_EQ(shapes[1]["name"], "llama");
+  EXPECT_EQ(shapes[1]["kind"], "decoder-only");
+  EXPECT_EQ(shapes[1]["config"]["model_type"], "llama");
+  EXPECT_EQ(shapes[1]["parameters"], 99'496'704);  // what --help states
+  for (const json& shape : shapes) {
+    EXPECT_TRUE(shape["summary"].is_string()) << shape.dump();
+    EXPECT_NO_THROW(ModelConfig::from_json(shape["config"], shape["name"].get<std::string>())) << shape.dump();
+  }
+}
+
+TEST(BenchCli, ListShapesTableNamesEveryShape) {
+  const auto r = run_ordo("bench --list-shapes");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* text : {"base", "encoder-decoder", "llama", "decoder-only", "99,496,704", "6+6 layers"})
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << " missing in\n" << r.out;
+  expect_usage_error(" --list-shapes --shape base", "--list-shapes");
+  expect_usage_error(" --list-shapes" + model_flag(encoder_decoder()), "--list-shapes");
+}
+
 TEST(BenchCli, LengthsBeyondThePositionsAreUsageErrors) {
   static const fs::path learned = tiny_model("learned", {{"position_encoding", "learned"}});  // 40 positions
   expect_usage_error(model_flag(learned) + " --src-len 41", "--src-len");
   expect_usage_error(model_flag(learned) + " --new-tokens 41", "--new-tokens");
   static const fs::path lm = tiny_model("learned_lm", {{"encoder_layers", 0}, {"position_encoding", "learned"}});
   expect_usage_error(model_flag(lm) + " --src-len 30 --new-tokens 11", "--src-len");
+}
+
+// ---- the parts ----
+
+using tools::bench::BenchShape;
+
+// The parameters listed are the elements of the model a shape builds, and its listed
+// config is the one it builds from.
+TEST(BenchShapes, ListingDescribesTheModelBuilt) {
+  for (const BenchShape& shape : tools::bench::bench_shapes()) {
+    Index elements = 0;
+    for (const TensorSpec& spec : tools::bench::random_model_tensors(tools::bench::model_config(shape)))
+      elements += element_count(spec.shape);
+    const json listed = tools::bench::describe_shape(shape);
+    EXPECT_EQ(listed["parameters"].get<Index>(), elements) << shape.name;
+    EXPECT_EQ(listed["config"], shape.config) << shape.name;
+    EXPECT_EQ(tools::bench::find_bench_shape(shape.name), &shape);
+  }
+  EXPECT_EQ(tools::bench::find_bench_shape("large"), nullptr);
+  EXPECT_EQ(tools::bench::bench_shape_names("|"), "base|llama");
+  EXPECT_EQ(tools::bench::with_thousands(99'496'704), "99,496,704");
+  EXPECT_EQ(tools::bench::with_thousands(512), "512");
+  EXPECT_EQ(tools::bench::with_thousands(1000), "1,000");
+}
+
+std::uint32_t bits(float value) { return std::bit_cast<std::uint32_t>(value); }
+
+std::vector<float> weights(const std::string& name, std::uint64_t first, std::size_t count) {
+  std::vector<float> values(count);
+  tools::bench::random_weights(name, first, values);
+  return values;
+}
+
+// SplitMix64 seeded with 0 starts 0xE220A8397B1DCDAF (Vigna's reference splitmix64.c).
+// The rest are what tools/bench/bench_peer.py's source_ids and random_values give, bit
+// for bit: a change on either side must show here.
+TEST(BenchNumbers, AreThoseThePeerComputes) {
+  EXPECT_EQ(tools::bench::splitmix64(0, 0), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(tools::bench::fnv1a64("model.shared.weight"), 0x3C3B928AFCDE9699ull);
+  EXPECT_EQ(tools::bench::random_sources(2, 3, 32000), (std::vector<int>{30448, 3151, 2999, 12401, 13102, 3803}));
+  EXPECT_EQ(tools::bench::random_sources(1, 4, 3), (std::vector<int>{2, 1, 2, 1}));  // all ids when vocab <= 3
+
+  const auto expect_bits = [](const std::vector<float>& values, const std::vector<std::uint32_t>& expected) {
+    ASSERT_EQ(values.size(), expected.size());
+    for (std::size_t i = 0; i < values.size(); ++i) EXPECT_EQ(bits(values[i]), expected[i]) << "value " << i;
+  };
+  expect_bits(weights("model.shared.weight", 0, 3), {0x3d0d79d8, 0x3cbaf626, 0xbcc73a2a});
+  expect_bits(weights("model.decoder.layers.0.final_layer_norm.weight", 0, 3), {0x3f7f84b1, 0x3f80fc62, 0x3f855644});
+  expect_bits(weights("model.norm.weight", 0, 3), {0x3f747248, 0x3f76ba6b, 0x3f7d7e1f});
+  expect_bits(weights("model.shared.weight", (1u << 20) - 1, 3), {0xbcc197a0, 0xbd1054dd, 0x3d31d658});
+}
+
+// The random model goes through the library's writer a chunk at a time: every chunk
+// boundary keeps the rule, and the model has exactly the tensors its config requires.
+TEST(BenchRandomModel, IsTheRuleInEveryTensorAndLoads) {
+  const fs::path dir = testing_support::temp_dir("bench_random_model");
+  const BenchShape tiny{"tiny", "a test's", testing_support::tiny_config()};
+  tools::bench::write_random_model(dir, tiny);
+  const SafetensorsFile file = SafetensorsFile::open(dir / "model.safetensors");
+  const auto specs = tools::bench::random_model_tensors(tools::bench::model_config(tiny));
+  ASSERT_EQ(file.tensors().size(), specs.size());
+  for (const TensorSpec& spec : specs) {
+    const TensorInfo* info = file.find(spec.name);
+    ASSERT_NE(info, nullptr) << spec.name;
+    EXPECT_EQ(info->shape, spec.shape) << spec.name;
+    std::vector<float> storage;
+    const TensorView view = file.as_float32(*info, storage);
+    EXPECT_EQ(std::vector<float>(view.data(), view.data() + view.size()),
+              weights(spec.name, 0, static_cast<std::size_t>(view.size())))
+        << spec.name;
+  }
+  EXPECT_EQ(json::parse(std::ifstream(dir / "config.json")), tiny.config);
+  EXPECT_NO_THROW(LoadedModel::load(dir, nullptr));
+
+  const std::size_t count = (std::size_t{1} << 21) + 3;  // three chunks, the last of 3 values
+  const fs::path big = dir / "big.safetensors";
+  write_generated_safetensors_f32(big, {{"w", {static_cast<Index>(count)}, [](std::uint64_t first, std::span<float> out) {
+                                           tools::bench::random_weights("w", first, out);
+                                         }}});
+  const SafetensorsFile read = SafetensorsFile::open(big);
+  std::vector<float> storage;
+  const TensorView view = read.as_float32(read.tensors().front(), storage);
+  EXPECT_EQ(std::vector<float>(view.data(), view.data() + view.size()), weights("w", 0, count));
 }
 
 }  // namespace

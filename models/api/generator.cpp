@@ -85,40 +85,15 @@ std::string continuation_text(const LoadedModel& model, std::span<const int> pro
   return model.detokenize_target(kept);  // the pieces merged across the boundary
 }
 
-// Decodes every request that is still open (prepared, no error, no hypotheses), each
-// sampling from stream first_index + its position; fills in the continuations' texts.
+// decode_open (internal.h) for generations: the decoder reads the prompt (or forced
+// prefix) first, and a hypothesis is the text it adds to it.
 std::vector<Generation> decode_open(const Generator::Impl& impl, std::vector<Generation> requests,
                                     std::uint64_t first_index) {
   const LoadedModel& model = detail::loaded(impl.model);
-  std::vector<std::size_t> open;
-  std::vector<DecodeRequest> decode;
-  std::vector<std::uint64_t> streams;
-  for (std::size_t i = 0; i < requests.size(); ++i)
-    if (requests[i].ok() && requests[i].hypotheses.empty()) {
-      open.push_back(i);
-      decode.push_back({requests[i].source_ids, requests[i].prompt_ids});
-      streams.push_back(first_index + i);
-    }
-  if (decode.empty()) return requests;
-  WorkspacePool::Lease workspace = impl.workspaces->borrow();
-  std::vector<DecodeResult> decoded =
-      decode_many(model.transformer(), decode, impl.options.decoding, impl.options.batch_size, streams, *workspace);
-  for (std::size_t k = 0; k < open.size(); ++k) {
-    Generation& r = requests[open[k]];
-    if (!decoded[k].ok()) {
-      r.error = std::move(decoded[k].error);
-      continue;
-    }
-    try {
-      for (Hypothesis& h : decoded[k].hypotheses)
-        if (model.has_tokenizer()) h.text = continuation_text(model, r.prompt_ids, h.ids);
-      r.hypotheses = std::move(decoded[k].hypotheses);
-    } catch (const Error& e) {  // an id the tokenizer lacks (a model vocabulary larger than it)
-      r.hypotheses.clear();
-      r.error = e.what();
-    }
-  }
-  return requests;
+  return detail::decode_open(
+      model, impl.options.decoding, impl.options.batch_size, *impl.workspaces, std::move(requests), first_index,
+      [](const Generation& r) { return r.prompt_ids; },
+      [&](const Generation& r, const std::vector<int>& ids) { return continuation_text(model, r.prompt_ids, ids); });
 }
 
 }  // namespace

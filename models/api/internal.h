@@ -2,10 +2,13 @@
 // opaque Impl, and the checks and helpers more than one of them needs. Not installed.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/error.h"
+#include "engine/search.h"
 #include "engine/workspace_pool.h"
 #include "models/loaded_model.h"
 #include "ordo/ordo.hpp"
@@ -48,6 +51,46 @@ inline Model public_model(std::shared_ptr<const LoadedModel> model) { return Mod
 // `what` ("source", "prompt").
 void check_max_input_tokens(Index max_input_tokens);
 void check_max_input_tokens(Index max_input_tokens, Index model_limit, const std::string& what);
+
+// Decodes every request still open (no error, no hypotheses yet: a failed or blank one is
+// passed through), request i sampling from stream first_index + i, and fills in each
+// hypothesis's text. The decoder reads request.source_ids, then prefix(request);
+// text(request, ids) spells a hypothesis. An id the tokenizer cannot spell (a model
+// vocabulary larger than its tokenizer's) fails that request alone.
+template <class Request, class Prefix, class Text>
+std::vector<Request> decode_open(const LoadedModel& model, const DecodingOptions& options, int batch_size,
+                                 WorkspacePool& workspaces, std::vector<Request> requests, std::uint64_t first_index,
+                                 const Prefix& prefix, const Text& text) {
+  std::vector<std::size_t> open;
+  std::vector<DecodeRequest> decode;
+  std::vector<std::uint64_t> streams;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].ok() && requests[i].hypotheses.empty()) {
+      open.push_back(i);
+      decode.push_back({requests[i].source_ids, prefix(requests[i])});
+      streams.push_back(first_index + i);
+    }
+  if (decode.empty()) return requests;
+  WorkspacePool::Lease workspace = workspaces.borrow();
+  std::vector<DecodeResult> decoded = decode_many(model.transformer(), decode, options, batch_size, streams, *workspace);
+  for (std::size_t k = 0; k < open.size(); ++k) {
+    Request& r = requests[open[k]];
+    DecodeResult& d = decoded[k];
+    if (!d.ok()) {
+      r.error = std::move(d.error);
+      continue;
+    }
+    try {
+      for (Hypothesis& h : d.hypotheses)
+        if (model.has_tokenizer()) h.text = text(r, h.ids);
+      r.hypotheses = std::move(d.hypotheses);
+    } catch (const Error& e) {
+      r.hypotheses.clear();
+      r.error = e.what();
+    }
+  }
+  return requests;
+}
 
 // Every head's attention while the decoder reads `decoder_input` (after encoding
 // `source`, unless the model is decoder-only), teacher-forced. Labels are the pieces.

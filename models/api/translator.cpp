@@ -19,41 +19,15 @@ LoadedModel::InputLimit input_limit(const Translator::Impl& impl) {
   return {impl.options.max_input_tokens, impl.options.truncate};
 }
 
-// Decodes every request that is still open (tokenized, not blank, no error), each
-// sampling from stream first_index + its position; fills in the hypotheses' texts.
+// decode_open (internal.h) for translations: the decoder reads only decoder_start before
+// the search, and a hypothesis is its target ids' text.
 std::vector<Translation> decode_open(const Translator::Impl& impl, std::vector<Translation> requests,
                                      std::uint64_t first_index) {
   const LoadedModel& model = detail::loaded(impl.model);
-  std::vector<std::size_t> open;
-  std::vector<DecodeRequest> decode;
-  std::vector<std::uint64_t> streams;
-  for (std::size_t i = 0; i < requests.size(); ++i)
-    if (requests[i].ok() && requests[i].hypotheses.empty()) {
-      open.push_back(i);
-      decode.push_back({requests[i].source_ids, {}});
-      streams.push_back(first_index + i);
-    }
-  if (decode.empty()) return requests;
-  WorkspacePool::Lease workspace = impl.workspaces->borrow();
-  std::vector<DecodeResult> decoded =
-      decode_many(model.transformer(), decode, impl.options.decoding, impl.options.batch_size, streams, *workspace);
-  for (std::size_t k = 0; k < open.size(); ++k) {
-    Translation& r = requests[open[k]];
-    DecodeResult& d = decoded[k];
-    if (!d.ok()) {
-      r.error = std::move(d.error);
-      continue;
-    }
-    try {
-      for (Hypothesis& h : d.hypotheses)
-        if (model.has_tokenizer()) h.text = model.detokenize_target(h.ids);
-      r.hypotheses = std::move(d.hypotheses);
-    } catch (const Error& e) {  // an id the tokenizer lacks (a model vocabulary larger than it): this source fails
-      r.hypotheses.clear();
-      r.error = e.what();
-    }
-  }
-  return requests;
+  return detail::decode_open(
+      model, impl.options.decoding, impl.options.batch_size, *impl.workspaces, std::move(requests), first_index,
+      [](const Translation&) { return std::vector<int>(); },
+      [&](const Translation&, const std::vector<int>& ids) { return model.detokenize_target(ids); });
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #   tools/bench/bench.sh --model DIR   --batch 1  --src-len 32 --new-tokens 32 --threads 1
 #
 # Builds nothing: runs $ORDO (default build/ordo) and tools/bench/bench_peer.py under $PYTHON
-# (default /usr/bin/python3, Debian's, with torch). --shape base|llama writes that random
+# (default /usr/bin/python3, Debian's, with torch). --shape NAME (ordo bench --list-shapes) writes that random
 # model (make_bench_model.py) once, to $ORDO_BENCH_DIR (default /tmp/ordo-bench-SHAPE),
 # and hands that same directory to both engines (decoder-only: --src-len is the prompt
 # length). Each round runs both, each with --json, alternating which goes first; every
@@ -46,8 +46,8 @@ while [[ $# -gt 0 ]]; do
     *) fail "unknown argument '$1' (see tools/bench/bench.sh --help)" ;;
   esac
 done
-[[ -n "$model" && -n "$shape" ]] && fail "give --model DIR or --shape base|llama, not both"
-[[ -z "$model" && -z "$shape" ]] && fail "give --model DIR or --shape base|llama"
+[[ -n "$model" && -n "$shape" ]] && fail "give --model DIR or --shape NAME (ordo bench --list-shapes), not both"
+[[ -z "$model" && -z "$shape" ]] && fail "give --model DIR or --shape NAME (ordo bench --list-shapes)"
 [[ -z "$shape" || "$shape" == base || "$shape" == llama ]] || fail "--shape: '$shape' is not a known shape (known: base, llama)"
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || fail "--threads: give a positive number of threads"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || fail "--rounds: give a positive number of rounds"

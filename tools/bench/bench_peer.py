@@ -7,11 +7,14 @@ run eagerly in PyTorch the way a careful user would write it.
     /usr/bin/python3 tools/bench/bench_peer.py --shape base ...   # the model make_bench_model.py writes
     /usr/bin/python3 tools/bench/bench_peer.py --shape llama ...  # its decoder-only LLaMA-layout model
 
+--shape NAME is one of ordo's shapes, read from the ordo binary (--ordo, else $ORDO, else
+build/ordo: `ordo bench --list-shapes --json`), as make_bench_model.py writes it.
+
 THREADS. torch.set_num_threads(T), and OpenBLAS/OpenMP/MKL capped at T threads with
 OMP_WAIT_POLICY=PASSIVE: these are read when the libraries load, so when the environment
 does not already say so the script re-executes itself with it, before importing torch.
 
-THE WORKLOAD (as tools/command_bench.cpp runs it):
+THE WORKLOAD (as ordo bench runs it: tools/cli/bench/workload.h):
   - B sources (decoder-only models: prompts) of S ids: token t of source b is
     3 + splitmix64(SOURCE_SEED, b*S + t) % (vocab - 3) (all of [0, vocab) if vocab <= 3), where
     splitmix64(seed, j) = mix(seed + (j + 1) * GOLDEN mod 2^64), SplitMix64's output j.
@@ -55,7 +58,7 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
 
-# ---- deterministic numbers, identical in tools/command_bench.cpp ----------------------
+# ---- deterministic numbers, identical in tools/cli/bench/random_numbers.h ------------
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -112,34 +115,10 @@ def random_values(name: str, count: int):
     return out
 
 
-# Marian's transformer-base as Hugging Face's opus-mt models configure it, 32000 pieces;
-# the same as base_config() in tools/command_bench.cpp.
-BASE_CONFIG = {
-    "model_type": "ordo", "vocab_size": 32000, "d_model": 512,
-    "encoder_layers": 6, "decoder_layers": 6,
-    "encoder_attention_heads": 8, "decoder_attention_heads": 8,
-    "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048,
-    "activation_function": "swish", "normalize_before": False, "scale_embedding": True,
-    "max_position_embeddings": 512, "position_encoding": "sinusoidal",
-    "sinusoidal_layout": "split", "share_encoder_decoder_embeddings": True,
-    "tie_word_embeddings": True, "pad_token_id": 31999, "eos_token_id": 0,
-    "decoder_start_token_id": 31999,
-}
+# The bench shapes (base, llama) are ordo's: make_bench_model.py reads their configs from
+# the ordo binary (`ordo bench --list-shapes --json`) instead of keeping copies here.
 
-# A decoder-only model in Hugging Face's LLaMA layout, 99,496,704 parameters: hidden 768,
-# 8 layers, 12 query heads over 4 K/V heads (head_dim 64), SwiGLU 2048, 32000 pieces with
-# an untied lm_head; the same as llama_config() in tools/command_bench.cpp.
-LLAMA_CONFIG = {
-    "model_type": "llama", "vocab_size": 32000, "hidden_size": 768,
-    "intermediate_size": 2048, "num_hidden_layers": 8,
-    "num_attention_heads": 12, "num_key_value_heads": 4, "hidden_act": "silu",
-    "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-    "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
-    "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32",
-}
-
-SHAPES = {"base": BASE_CONFIG, "llama": LLAMA_CONFIG}
-
+# The probes' sizes, as tools/cli/bench/probes.h has them.
 GEMM_SIZE = 1024
 STREAM_BYTES = 256 << 20
 
@@ -162,9 +141,11 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description="The PyTorch peer of `ordo bench` (see the docstring).")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="model directory (ordo format or Hugging Face LLaMA)")
-    which.add_argument("--shape", choices=sorted(SHAPES),
-                       help="a random model (make_bench_model.py): base (Marian base, encoder-decoder) or "
-                            "llama (LLaMA layout, decoder-only, 99,496,704 parameters)")
+    which.add_argument("--shape",
+                       help="a random model of one of ordo's shapes (`ordo bench --list-shapes` lists "
+                            "them), as make_bench_model.py writes it")
+    p.add_argument("--ordo", type=Path, default=None,
+                   help="with --shape: the ordo binary whose shapes to use (default: $ORDO, else build/ordo)")
     p.add_argument("--batch", type=positive, default=1)
     p.add_argument("--src-len", type=positive, default=32)
     p.add_argument("--new-tokens", type=positive, default=32)
@@ -728,8 +709,9 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(TOOLS.parent / "oracle"))  # ordo_torch
     if args.shape:
         import make_bench_model
+        make_bench_model.shape_config(args.shape, args.ordo)  # an unknown shape fails before the work
         with tempfile.TemporaryDirectory(prefix="ordo-bench-peer-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
-            make_bench_model.write_model(args.shape, Path(tmp))
+            make_bench_model.write_model(args.shape, Path(tmp), ordo=args.ordo)
             result = run(args, Path(tmp), f"{args.shape} (random, written to /dev/shm)")
     else:
         directory = Path(args.model)

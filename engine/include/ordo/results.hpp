@@ -81,6 +81,9 @@ enum class AttentionKind {
   Cross,    // the decoder's attention over the encoder output: target x source
 };
 
+// "encoder", "decoder" or "cross". Throws nothing.
+ORDO_API const char* attention_kind_name(AttentionKind kind) noexcept;
+
 // One head's attention probabilities: row i is query token i, column j key token j;
 // each row sums to 1.
 struct ORDO_API AttentionMatrix {

@@ -1,0 +1,59 @@
+#include "tools/cli/bench/costs.h"
+
+#include "models/tensor_names.h"
+
+namespace ordo::tools::bench {
+
+namespace {
+
+Index weight_elements(const LoadedModel& model, Stack stack, Role role, Part part, Index layer = 0) {
+  const auto name = tensor_name(model.config(), stack, role, part, layer);
+  if (!name) return 0;
+  const TensorView tensor = model.weights().get(*name);
+  return tensor.empty() ? 0 : tensor.size();  // optional tensors the file lacks are empty
+}
+
+// The decoder's logits projection: its own head, or the tied embedding table.
+Index output_head_elements(const LoadedModel& model) {
+  const Index head = weight_elements(model, Stack::Decoder, Role::OutputHead, Part::Weight);
+  return head > 0 ? head : weight_elements(model, Stack::Decoder, Role::TokenEmbedding, Part::Weight);
+}
+
+}  // namespace
+
+double decode_weight_bytes(const LoadedModel& model) {
+  static constexpr Role kPerLayer[] = {Role::SelfQuery,   Role::SelfKey,       Role::SelfValue,     Role::SelfOutput,
+                                       Role::SelfNorm,    Role::CrossQuery,    Role::CrossOutput,   Role::CrossNorm,
+                                       Role::FeedForwardIn, Role::FeedForwardUp, Role::FeedForwardOut, Role::FeedForwardNorm};
+  static constexpr Role kOnce[] = {Role::EmbeddingNorm, Role::FinalNorm, Role::FinalLogitsBias};
+  Index elements = 0;
+  for (Index layer = 0; layer < model.config().decoder_layers; ++layer)
+    for (const Role role : kPerLayer)
+      for (const Part part : {Part::Weight, Part::Bias})
+        elements += weight_elements(model, Stack::Decoder, role, part, layer);
+  for (const Role role : kOnce)
+    for (const Part part : {Part::Weight, Part::Bias}) elements += weight_elements(model, Stack::Decoder, role, part);
+  elements += output_head_elements(model);
+  return static_cast<double>(elements) * sizeof(float);
+}
+
+double encode_flops(const LoadedModel& model, Index batch, Index length) {
+  static constexpr Role kLinears[] = {Role::SelfQuery,     Role::SelfKey,       Role::SelfValue,
+                                      Role::SelfOutput,    Role::FeedForwardIn, Role::FeedForwardUp,
+                                      Role::FeedForwardOut};
+  const bool prefill = !model.config().has_encoder();
+  const Stack stack = prefill ? Stack::Decoder : Stack::Encoder;
+  const Index layers = prefill ? model.config().decoder_layers : model.config().encoder_layers;
+  const double rows = static_cast<double>(batch * length);
+  const double pairs = prefill ? batch * (length * (length + 1) / 2.0) : static_cast<double>(batch * length * length);
+  double flops = 0;
+  for (Index layer = 0; layer < layers; ++layer) {
+    for (const Role role : kLinears) flops += 2.0 * rows * static_cast<double>(weight_elements(model, stack, role, Part::Weight, layer));
+    const Index query_width = weight_elements(model, stack, Role::SelfQuery, Part::Weight, layer) / model.config().d_model;
+    flops += 4.0 * pairs * static_cast<double>(query_width);
+  }
+  if (prefill) flops += 2.0 * static_cast<double>(batch) * static_cast<double>(output_head_elements(model));
+  return flops;
+}
+
+}  // namespace ordo::tools::bench
