@@ -85,18 +85,13 @@ std::string continuation_text(const LoadedModel& model, std::span<const int> pro
   return model.detokenize_target(kept);  // the pieces merged across the boundary
 }
 
-// decode_open (internal.h) for generations: the decoder reads the prompt (or forced
-// prefix) first, and a hypothesis is the text it adds to it.
-std::vector<Generation> decode_open(const Generator::Impl& impl, std::vector<Generation> requests,
-                                    std::uint64_t first_index) {
-  const LoadedModel& model = detail::loaded(impl.model);
-  return detail::decode_open(
-      model, impl.options.decoding, impl.options.batch_size, *impl.workspaces, std::move(requests), first_index,
-      [](const Generation& r) { return r.prompt_ids; },
-      [&](const Generation& r, const std::vector<int>& ids) { return continuation_text(model, r.prompt_ids, ids); });
-}
-
 }  // namespace
+
+std::vector<int> detail::forced_prefix(const Generation& request) { return request.prompt_ids; }
+
+std::string detail::hypothesis_text(const LoadedModel& model, const Generation& request, std::span<const int> ids) {
+  return continuation_text(model, request.prompt_ids, ids);
+}
 
 void GeneratorOptions::validate() const {
   decoding.validate();
@@ -186,7 +181,7 @@ Generation Generator::generate_prepared(Generation request, const TextCallback& 
 
 std::vector<Generation> Generator::generate_prepared_batch(std::vector<Generation> requests,
                                                            std::uint64_t first_index) const {
-  return decode_open(*impl_, std::move(requests), first_index);
+  return detail::decode_open(*impl_, std::move(requests), first_index);
 }
 
 std::vector<Generation> Generator::generate_batch(std::span<const std::string> prompts,
@@ -197,7 +192,7 @@ std::vector<Generation> Generator::generate_batch(std::span<const std::string> p
   requests.reserve(prompts.size());
   for (std::size_t i = 0; i < prompts.size(); ++i)
     requests.push_back(prepare(prompts[i], sources.empty() ? std::string_view() : std::string_view(sources[i])));
-  return decode_open(*impl_, std::move(requests), first_index);
+  return detail::decode_open(*impl_, std::move(requests), first_index);
 }
 
 std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vector<int>> prompts,
@@ -219,7 +214,7 @@ std::vector<Generation> Generator::generate_ids_batch(std::span<const std::vecto
       // the ids against the model's own vocabulary, with a message naming the input.
     }
   }
-  return decode_open(*impl_, std::move(requests), first_index);
+  return detail::decode_open(*impl_, std::move(requests), first_index);
 }
 
 Score Generator::score(std::string_view text) const {

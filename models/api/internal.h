@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,27 +53,36 @@ inline Model public_model(std::shared_ptr<const LoadedModel> model) { return Mod
 void check_max_input_tokens(Index max_input_tokens);
 void check_max_input_tokens(Index max_input_tokens, Index model_limit, const std::string& what);
 
+// What decoding a request needs to know of its kind: the ids the decoder reads before it
+// predicts (a generation's prompt; nothing for a translation, whose decoder_start the
+// engine puts), and a hypothesis's text (a translation's target; the text a
+// continuation adds to its prompt). Defined beside each class (translator.cpp,
+// generator.cpp).
+std::vector<int> forced_prefix(const Translation& request);
+std::vector<int> forced_prefix(const Generation& request);
+std::string hypothesis_text(const LoadedModel& model, const Translation& request, std::span<const int> ids);
+std::string hypothesis_text(const LoadedModel& model, const Generation& request, std::span<const int> ids);
+
 // Decodes every request still open (no error, no hypotheses yet: a failed or blank one is
 // passed through), request i sampling from stream first_index + i, and fills in each
-// hypothesis's text. The decoder reads request.source_ids, then prefix(request);
-// text(request, ids) spells a hypothesis. An id the tokenizer cannot spell (a model
-// vocabulary larger than its tokenizer's) fails that request alone.
-template <class Request, class Prefix, class Text>
-std::vector<Request> decode_open(const LoadedModel& model, const DecodingOptions& options, int batch_size,
-                                 WorkspacePool& workspaces, std::vector<Request> requests, std::uint64_t first_index,
-                                 const Prefix& prefix, const Text& text) {
+// hypothesis's text. An id the tokenizer cannot spell (a model vocabulary larger than
+// its tokenizer's) fails that request alone. `Impl` is a Translator's or a Generator's.
+template <class Impl, class Request>
+std::vector<Request> decode_open(const Impl& impl, std::vector<Request> requests, std::uint64_t first_index) {
+  const LoadedModel& model = loaded(impl.model);
   std::vector<std::size_t> open;
   std::vector<DecodeRequest> decode;
   std::vector<std::uint64_t> streams;
   for (std::size_t i = 0; i < requests.size(); ++i)
     if (requests[i].ok() && requests[i].hypotheses.empty()) {
       open.push_back(i);
-      decode.push_back({requests[i].source_ids, prefix(requests[i])});
+      decode.push_back({requests[i].source_ids, forced_prefix(requests[i])});
       streams.push_back(first_index + i);
     }
   if (decode.empty()) return requests;
-  WorkspacePool::Lease workspace = workspaces.borrow();
-  std::vector<DecodeResult> decoded = decode_many(model.transformer(), decode, options, batch_size, streams, *workspace);
+  WorkspacePool::Lease workspace = impl.workspaces->borrow();
+  std::vector<DecodeResult> decoded = decode_many(model.transformer(), decode, impl.options.decoding,
+                                                  impl.options.batch_size, streams, *workspace);
   for (std::size_t k = 0; k < open.size(); ++k) {
     Request& r = requests[open[k]];
     DecodeResult& d = decoded[k];
@@ -82,7 +92,7 @@ std::vector<Request> decode_open(const LoadedModel& model, const DecodingOptions
     }
     try {
       for (Hypothesis& h : d.hypotheses)
-        if (model.has_tokenizer()) h.text = text(r, h.ids);
+        if (model.has_tokenizer()) h.text = hypothesis_text(model, r, h.ids);
       r.hypotheses = std::move(d.hypotheses);
     } catch (const Error& e) {
       r.hypotheses.clear();

@@ -19,18 +19,13 @@ LoadedModel::InputLimit input_limit(const Translator::Impl& impl) {
   return {impl.options.max_input_tokens, impl.options.truncate};
 }
 
-// decode_open (internal.h) for translations: the decoder reads only decoder_start before
-// the search, and a hypothesis is its target ids' text.
-std::vector<Translation> decode_open(const Translator::Impl& impl, std::vector<Translation> requests,
-                                     std::uint64_t first_index) {
-  const LoadedModel& model = detail::loaded(impl.model);
-  return detail::decode_open(
-      model, impl.options.decoding, impl.options.batch_size, *impl.workspaces, std::move(requests), first_index,
-      [](const Translation&) { return std::vector<int>(); },
-      [&](const Translation&, const std::vector<int>& ids) { return model.detokenize_target(ids); });
-}
-
 }  // namespace
+
+std::vector<int> detail::forced_prefix(const Translation&) { return {}; }
+
+std::string detail::hypothesis_text(const LoadedModel& model, const Translation&, std::span<const int> ids) {
+  return model.detokenize_target(ids);
+}
 
 void TranslatorOptions::validate() const {
   decoding.validate();
@@ -78,7 +73,7 @@ std::vector<Translation> Translator::translate_batch(std::span<const std::string
       r.error = e.what();
     }
   }
-  return decode_open(*impl_, std::move(requests), first_index);
+  return detail::decode_open(*impl_, std::move(requests), first_index);
 }
 
 std::vector<Translation> Translator::translate_ids_batch(std::span<const std::vector<int>> sources,
@@ -95,7 +90,7 @@ std::vector<Translation> Translator::translate_ids_batch(std::span<const std::ve
       }
     }
   }
-  return decode_open(*impl_, std::move(requests), first_index);
+  return detail::decode_open(*impl_, std::move(requests), first_index);
 }
 
 Score Translator::score(std::string_view source, std::string_view target) const {
