@@ -3,7 +3,7 @@
 
 #include <span>
 
-#include "engine/search.h"
+#include "tests/search_support.h"
 
 namespace ordo::testing_support {
 

@@ -15,9 +15,10 @@ namespace {
 // The search's own parameter is the public struct (a compile-time check: a second
 // engine struct would not compile here).
 [[maybe_unused]] constexpr auto kSearchReadsThePublicStruct =
-    static_cast<std::vector<ordo::DecodeResult> (*)(const ordo::Transformer&, std::span<const std::vector<int>>,
-                                                    const ordo::DecodingOptions&, std::span<const std::uint64_t>)>(
-        &ordo::decode_batch);
+    static_cast<std::vector<ordo::DecodeResult> (*)(const ordo::Transformer&, std::span<const ordo::DecodeRequest>,
+                                                    const ordo::DecodingOptions&, std::span<const std::uint64_t>,
+                                                    ordo::DecodeWorkspace&, const ordo::TokenCallback&)>(
+        &ordo::decode_requests);
 
 TEST(ApiOptions, DefaultsAreTheDocumentedOnes) {
   const ordo::DecodingOptions d;

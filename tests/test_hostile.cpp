@@ -26,6 +26,7 @@
 #include "tests/cli_runner.h"
 #include "tests/sanitizers.h"
 #include "tests/model_factory.h"
+#include "tests/search_support.h"
 
 namespace ordo {
 namespace {

@@ -47,6 +47,7 @@
 #include "models/loaded_model.h"
 #include "tests/parity_support.h"
 #include "tests/reference.h"
+#include "tests/search_support.h"
 
 namespace ordo {
 namespace {

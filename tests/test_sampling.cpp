@@ -29,6 +29,7 @@
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "tests/model_factory.h"
+#include "tests/search_support.h"
 
 namespace ordo {
 namespace {

@@ -31,6 +31,7 @@
 #include "models/loaded_model.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
+#include "tests/search_support.h"
 
 namespace ordo {
 namespace {
