@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from .attention import Attention
 from .config import full_config, kv_heads
 from .positions import alibi_bias, sinusoidal_positions, t5_relative_position_bucket
-from .search import GenerationMixin, _beam_search, _check_beam_arguments, _eval_mode
+from .search import GenerationMixin, _beam_search, _best_and_gaps, _check_beam_arguments, _eval_mode
 
 
 def _layer_norm(x: Tensor, ln: nn.LayerNorm) -> Tensor:
@@ -378,12 +378,7 @@ class OrdoModel(GenerationMixin, nn.Module):
             done = [False] * B
             for _ in range(max_length):
                 logits = self.decode(memory, src_padding, tgt)[:, -1]  # [B, V]
-                best = torch.argmax(logits, dim=-1).tolist()  # first maximum
-                if logits.shape[-1] > 1:
-                    top2 = torch.topk(logits, 2).values
-                    gaps = (top2[:, 0] - top2[:, 1]).tolist()
-                else:
-                    gaps = [math.inf] * B
+                best, gaps = _best_and_gaps(logits)
                 step = []
                 for b in range(B):
                     if done[b]:

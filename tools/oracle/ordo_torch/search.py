@@ -12,6 +12,16 @@ import torch
 from torch import Tensor, nn
 
 
+def _best_and_gaps(logits: Tensor) -> Tuple[List[int], List[float]]:
+    """Each row's greedy choice (the first maximum) and its margin over the runner-up (inf
+    with a single column): how far rounding is from changing the choice."""
+    best = torch.argmax(logits, dim=-1).tolist()
+    if logits.shape[-1] > 1:
+        top2 = torch.topk(logits, 2).values
+        return best, (top2[:, 0] - top2[:, 1]).tolist()
+    return best, [math.inf] * logits.shape[0]
+
+
 @contextlib.contextmanager
 def _eval_mode(model: nn.Module):
     was_training = model.training
@@ -185,12 +195,7 @@ class GenerationMixin:
             for _ in range(max_length):
                 ids, padding, lengths = self._padded(seqs)
                 logits = self.lm_logits(ids, padding)[torch.arange(B), lengths - 1]  # [B, V]
-                best = torch.argmax(logits, dim=-1).tolist()  # first maximum
-                if logits.shape[-1] > 1:
-                    top2 = torch.topk(logits, 2).values
-                    gaps = (top2[:, 0] - top2[:, 1]).tolist()
-                else:
-                    gaps = [math.inf] * B
+                best, gaps = _best_and_gaps(logits)
                 for b in range(B):
                     if done[b]:
                         continue
