@@ -13,6 +13,10 @@ namespace ordo::tools {
 
 namespace {
 
+// The loaded model behind the request's public one: its config and trained tables are
+// what the picture draws.
+const LoadedModel& model_of(const PositionPictureRequest& r) { return detail::loaded(*r.model); }
+
 constexpr Index kDefaultLength = 64;
 constexpr Index kDefaultDim = 128;  // the shipped models' d_model
 
@@ -27,16 +31,16 @@ Index length_of(const PositionPictureRequest& r) {
 // The width a model fixes: --dim may repeat it but not change it.
 Index model_width(const PositionPictureRequest& r, Index width, const std::string& what) {
   if (r.dim > 0 && r.dim != width)
-    throw OptionError("--dim", "the " + what + " of " + detail::loaded(*r.model).directory().string() + " is " + std::to_string(width) +
+    throw OptionError("--dim", "the " + what + " of " + model_of(r).directory().string() + " is " + std::to_string(width) +
                                  " wide, not " + std::to_string(r.dim) + " (leave --dim out)");
   return width;
 }
 
 // The model's scheme must be the one asked for: its settings are what is drawn.
 void check_scheme(const PositionPictureRequest& r, PositionEncoding wanted) {
-  const PositionEncoding has = detail::loaded(*r.model).config().position_encoding;
+  const PositionEncoding has = model_of(r).config().position_encoding;
   if (has != wanted)
-    throw Error(detail::loaded(*r.model).directory().string(),
+    throw Error(model_of(r).directory().string(),
                 "uses " + std::string(position_encoding_name(has)) + " positions, not " +
                     std::string(position_encoding_name(wanted)),
                 "pick --scheme " + std::string(position_encoding_name(has)) + ", or leave --model out");
@@ -57,7 +61,7 @@ PositionPicture sinusoidal(const PositionPictureRequest& r) {
   Index offset = 0, dim = r.dim > 0 ? r.dim : kDefaultDim;
   if (r.model != nullptr) {
     check_scheme(r, PositionEncoding::Sinusoidal);
-    const ModelConfig& c = detail::loaded(*r.model).config();
+    const ModelConfig& c = model_of(r).config();
     layout = c.sinusoidal_layout;
     frequencies = c.sinusoidal_frequencies;
     offset = c.position_offset;
@@ -76,12 +80,12 @@ PositionPicture sinusoidal(const PositionPictureRequest& r) {
 
 PositionPicture learned(const PositionPictureRequest& r) {
   check_scheme(r, PositionEncoding::Learned);
-  const ModelConfig& c = detail::loaded(*r.model).config();
+  const ModelConfig& c = model_of(r).config();
   const Index dim = model_width(r, c.d_model, "position table");
   const auto name = tensor_name(c, r.stack, Role::Positions, Part::Weight);
-  const TensorView table = name ? detail::loaded(*r.model).weights().get(*name) : TensorView{};
+  const TensorView table = name ? model_of(r).weights().get(*name) : TensorView{};
   if (table.empty())
-    throw Error(detail::loaded(*r.model).directory().string(), "has no learned position table for its " +
+    throw Error(model_of(r).directory().string(), "has no learned position table for its " +
                                                    std::string(r.stack == Stack::Encoder ? "encoder" : "decoder"),
                 "try --stack decoder, or a model with learned positions");
   const LearnedPositions positions(table, c.position_offset);
@@ -89,7 +93,7 @@ PositionPicture learned(const PositionPictureRequest& r) {
   positions.check_steps(0, length);  // says how many rows the table has
   HeatmapPanel panel = table_panel(std::string("learned positions (") +
                                        (r.stack == Stack::Encoder ? "encoder" : "decoder") + " table of " +
-                                       detail::loaded(*r.model).directory().filename().string() + ")",
+                                       model_of(r).directory().filename().string() + ")",
                                    length, dim, "dimension");
   // The rows the model adds: positions onto zeros.
   panel.values.fill(0.0f);
@@ -103,7 +107,7 @@ PositionPicture rope(const PositionPictureRequest& r) {
   Index offset = 0, dim = r.dim > 0 ? r.dim : 32;  // the shipped rope model's head width
   if (r.model != nullptr) {
     check_scheme(r, PositionEncoding::Rope);
-    const ModelConfig& c = detail::loaded(*r.model).config();
+    const ModelConfig& c = model_of(r).config();
     theta = c.rope_theta;
     layout = c.rope_layout;
     offset = c.position_offset;
@@ -155,11 +159,11 @@ PositionPicture alibi(const PositionPictureRequest& r) {
   Index heads = r.heads > 0 ? r.heads : 8;
   if (r.model != nullptr) {
     check_scheme(r, PositionEncoding::Alibi);
-    const ModelConfig& c = detail::loaded(*r.model).config();
+    const ModelConfig& c = model_of(r).config();
     const Index model_heads = r.stack == Stack::Encoder ? c.encoder_attention_heads : c.decoder_attention_heads;
     if (r.heads > 0 && r.heads != model_heads)
       throw OptionError("--heads", "the " + std::string(stack_name(r.stack)) + " of " +
-                                       detail::loaded(*r.model).directory().string() + " has " + std::to_string(model_heads) +
+                                       model_of(r).directory().string() + " has " + std::to_string(model_heads) +
                                        " heads, not " + std::to_string(r.heads) + " (leave --heads out)");
     heads = model_heads;
   }
@@ -172,18 +176,18 @@ PositionPicture alibi(const PositionPictureRequest& r) {
 
 PositionPicture t5_relative(const PositionPictureRequest& r) {
   check_scheme(r, PositionEncoding::T5Relative);
-  const ModelConfig& c = detail::loaded(*r.model).config();
+  const ModelConfig& c = model_of(r).config();
   const auto name = tensor_name(c, r.stack, Role::RelativeBias, Part::Weight);
-  const TensorView table = name ? detail::loaded(*r.model).weights().get(*name) : TensorView{};
+  const TensorView table = name ? model_of(r).weights().get(*name) : TensorView{};
   if (table.empty())
-    throw Error(detail::loaded(*r.model).directory().string(),
+    throw Error(model_of(r).directory().string(),
                 std::string("has no relative attention bias table for its ") + stack_name(r.stack),
                 "try the other --stack");
   const Index length = length_of(r);
   const T5RelativeBias bias(table, direction_of(r.stack), c.relative_attention_max_distance);
   return bias_picture(bias, table.dim(1), direction_of(r.stack), length,
                       std::string("T5 relative bias (") + stack_name(r.stack) + " table of " +
-                          detail::loaded(*r.model).directory().filename().string() + ")");
+                          model_of(r).directory().filename().string() + ")");
 }
 
 }  // namespace
