@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
 
-// The ids up to and including the first eos: what a continuation's text is made of.
+// The ids before the first eos: what a continuation's text is made of.
 std::span<const int> until_eos(const SpecialTokens& tokens, std::span<const int> ids) {
   const auto end = std::find_if(ids.begin(), ids.end(), [&](int id) { return tokens.is_eos(id); });
   return ids.first(static_cast<std::size_t>(end - ids.begin()));
