@@ -3,13 +3,9 @@
 #include <cblas.h>
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <cassert>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "engine/error.h"
 #include "engine/matvec.h"

@@ -3,6 +3,7 @@
 // out; and the workspace's buffers they all fill and reuse.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -7,13 +7,13 @@
 namespace ordo {
 
 std::vector<Score> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
-                                     std::span<const std::vector<int>> targets) {
+                               std::span<const std::vector<int>> targets) {
   DecodeWorkspace workspace;
   return score_batch(model, sources, targets, workspace);
 }
 
 std::vector<Score> score_batch(const Transformer& model, std::span<const std::vector<int>> sources,
-                                     std::span<const std::vector<int>> targets, DecodeWorkspace& workspace) {
+                               std::span<const std::vector<int>> targets, DecodeWorkspace& workspace) {
   const bool decoder_only = model.decoder_only();
   if (decoder_only && !sources.empty())
     throw Error("score", "this model is decoder-only: it scores a sequence on its own, without sources");

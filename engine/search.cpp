@@ -121,7 +121,8 @@ class BatchSearch {
       if (step > 0) {
         stepped_tokens_ += buffers_.state.sequences();
         buffers_.tokens.clear();
-        for (Index s = 0; s < buffers_.state.sequences(); ++s) buffers_.tokens.push_back(generated_ids(s, step)[step - 1]);
+        for (Index s = 0; s < buffers_.state.sequences(); ++s)
+          buffers_.tokens.push_back(generated_ids(s, step)[step - 1]);
         model_.decoder.step(buffers_.state, buffers_.tokens, buffers_.logits);
       }
 
@@ -177,7 +178,8 @@ class BatchSearch {
     return context_ids(s, step).subspan(static_cast<std::size_t>(prefix_length(s)));
   }
   std::span<const float> generated_logprobs(Index s, Index step) const {
-    return std::span<const float>(buffers_.logprobs).subspan(static_cast<std::size_t>(s * width_), static_cast<std::size_t>(step));
+    return std::span<const float>(buffers_.logprobs)
+        .subspan(static_cast<std::size_t>(s * width_), static_cast<std::size_t>(step));
   }
 
   Hypothesis hypothesis(Index s, Index step, int token, float logprob, double total, bool finished) const {
@@ -230,10 +232,12 @@ class BatchSearch {
     bool done = kept == 0;
     if (!done && length >= max_lengths_[b]) {
       for (std::size_t i = kept_before; i < buffers_.parents.size(); ++i)
-        pools_[b].offer(hypothesis(buffers_.parents[i], step, buffers_.next_tokens[i], buffers_.next_logprob[i], buffers_.next_scores[i], false));
+        pools_[b].offer(hypothesis(buffers_.parents[i], step, buffers_.next_tokens[i], buffers_.next_logprob[i],
+                                   buffers_.next_scores[i], false));
       done = true;
     } else if (!done && pools_[b].full()) {
-      const double best_live = *std::max_element(buffers_.next_scores.begin() + static_cast<std::ptrdiff_t>(kept_before), buffers_.next_scores.end());
+      const double best_live = *std::max_element(
+          buffers_.next_scores.begin() + static_cast<std::ptrdiff_t>(kept_before), buffers_.next_scores.end());
       done = pools_[b].normalize(best_live, length) <= pools_[b].worst();
     }
     if (done) {
@@ -266,7 +270,8 @@ class BatchSearch {
       for (std::size_t i = 0; i < take; ++i) {
         const int token = buffers_.order[i];
         const float logprob = row[static_cast<std::size_t>(token)];
-        buffers_.candidates.push_back({buffers_.scores[static_cast<std::size_t>(s)] + logprob, s - first, token, logprob});
+        buffers_.candidates.push_back(
+            {buffers_.scores[static_cast<std::size_t>(s)] + logprob, s - first, token, logprob});
       }
     }
     const auto considered = std::min(buffers_.candidates.size(), static_cast<std::size_t>(2 * beam_));
