@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ordo/export.hpp"
+#include "ordo/positions.hpp"
 
 namespace ordo {
 
@@ -95,6 +96,12 @@ class ORDO_API Model {
   // What the directory holds: family, config, parameters, every tensor. Throws
   // ordo::Error when a weight file's size cannot be read.
   ModelInfo info() const;
+
+  // The positions `stack` runs, as numbers (see ordo/positions.hpp): the vectors a
+  // sinusoidal or learned scheme adds, RoPE's rotations, ALiBi's or T5's score biases,
+  // over `steps` steps (0: every row of a learned table, up to kMaxSequenceLength). Throws ordo::Error for a model
+  // without positions ("none"), a stack it lacks, or steps it cannot take.
+  PositionTable position_table(Stack stack, int steps = 0) const;
 
   struct Impl;  // the loaded model; opaque to programs
 
