@@ -10,15 +10,15 @@ namespace ordo::tools {
 
 namespace {
 
-constexpr Index kDefaultLength = 64;
-constexpr Index kDefaultDim = 128;  // the shipped models' d_model
+constexpr std::int64_t kDefaultLength = 64;
+constexpr std::int64_t kDefaultDim = 128;  // the shipped models' d_model
 
 std::string directory_of(const PositionPictureRequest& r) { return r.model->directory().string(); }
 std::string name_of(const PositionPictureRequest& r) { return r.model->directory().filename().string(); }
 const char* stack_name(Stack stack) { return stack == Stack::Encoder ? "encoder" : "decoder"; }
 
-Index length_of(const PositionPictureRequest& r) {
-  const Index length = r.length > 0 ? r.length : kDefaultLength;
+std::int64_t length_of(const PositionPictureRequest& r) {
+  const std::int64_t length = r.length > 0 ? r.length : kDefaultLength;
   if (length > kMaxSequenceLength)
     throw OptionError("--length", "at most " + std::to_string(kMaxSequenceLength) + " positions (ordo's limit), got " +
                                     std::to_string(length));
@@ -26,7 +26,7 @@ Index length_of(const PositionPictureRequest& r) {
 }
 
 // The width a model fixes: --dim may repeat it but not change it.
-void check_width(const PositionPictureRequest& r, Index width, const std::string& what) {
+void check_width(const PositionPictureRequest& r, std::int64_t width, const std::string& what) {
   if (r.dim > 0 && r.dim != width)
     throw OptionError("--dim", "the " + what + " of " + directory_of(r) + " is " + std::to_string(width) +
                                  " wide, not " + std::to_string(r.dim) + " (leave --dim out)");
@@ -41,7 +41,7 @@ void check_scheme(const PositionPictureRequest& r, const std::string& wanted) {
 }
 
 // The model's own table of the requested stack, its scheme checked first.
-PositionTable model_table(const PositionPictureRequest& r, const std::string& scheme, Index steps) {
+PositionTable model_table(const PositionPictureRequest& r, const std::string& scheme, std::int64_t steps) {
   check_scheme(r, scheme);
   return r.model->position_table(r.stack, static_cast<int>(steps));
 }
@@ -59,13 +59,13 @@ HeatmapPanel panel_of(const PositionTable& table, std::string title, std::string
 }
 
 PositionPicture sinusoidal(const PositionPictureRequest& r) {
-  const Index length = length_of(r);
+  const std::int64_t length = length_of(r);
   const PositionTable table = r.model != nullptr ? model_table(r, "sinusoidal", length)
                                                  : sinusoidal_table(static_cast<int>(length),
                                                                     static_cast<int>(r.dim > 0 ? r.dim : kDefaultDim));
   if (r.model != nullptr) check_width(r, table.cols, "model");
   const bool split = table.layout == "split";
-  const Index dim = table.cols;
+  const std::int64_t dim = table.cols;
   // Row s is what the model adds at step s: position offset + s.
   return {{panel_of(table, "sinusoidal positions (" + std::string(split ? "split: sin | cos" : "interleaved: sin, cos") + ")",
                     "position",
@@ -83,13 +83,13 @@ PositionPicture learned(const PositionPictureRequest& r) {
 }
 
 PositionPicture rope(const PositionPictureRequest& r) {
-  const Index length = length_of(r);
+  const std::int64_t length = length_of(r);
   const PositionTable table = r.model != nullptr ? model_table(r, "rope", length)
                                                  : rotary_table(static_cast<int>(length),
                                                                 static_cast<int>(r.dim > 0 ? r.dim : 32));  // the shipped rope model's head width
   if (r.model != nullptr) check_width(r, table.cols, "attention head");
   const bool half = table.layout == "half";
-  const Index dim = table.cols;
+  const std::int64_t dim = table.cols;
   return {{panel_of(table,
                     "RoPE cos/sin table (theta " + std::to_string(static_cast<long long>(table.rope_theta)) +
                         ", head width " + std::to_string(dim) + ")",
@@ -106,7 +106,7 @@ PositionPicture bias_picture(const PositionTable& table, std::string title) {
 }
 
 PositionPicture alibi(const PositionPictureRequest& r) {
-  const Index length = length_of(r);
+  const std::int64_t length = length_of(r);
   const PositionTable table = r.model != nullptr ? model_table(r, "alibi", length)
                                                  : alibi_table(static_cast<int>(length),
                                                                static_cast<int>(r.heads > 0 ? r.heads : 8), r.stack);

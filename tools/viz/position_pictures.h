@@ -22,9 +22,9 @@
 namespace ordo::tools {
 
 struct PositionPictureRequest {
-  Index length = 0;            // positions (steps from 0); 0: the scheme's default
-  Index dim = 0;               // width; 0: the scheme's default
-  Index heads = 0;             // score-bias schemes without a model: heads; 0: the default
+  std::int64_t length = 0;            // positions (steps from 0); 0: the scheme's default
+  std::int64_t dim = 0;               // width; 0: the scheme's default
+  std::int64_t heads = 0;             // score-bias schemes without a model: heads; 0: the default
   const Model* model = nullptr;  // the model to read settings or tables from; null: none given
   Stack stack = Stack::Encoder;  // which stack's table, where a model has one per stack
 };
