@@ -35,6 +35,9 @@ void check_width(const PositionPictureRequest& r, std::int64_t width, const std:
 // The model's scheme must be the one asked for: its settings are what is drawn.
 void check_scheme(const PositionPictureRequest& r, const std::string& wanted) {
   const std::string has = r.model->info().position_encoding;
+  if (has == "none")  // not a --scheme: there is nothing to draw
+    throw Error(directory_of(r), "uses no positions (position_encoding \"none\"): there is nothing to draw",
+                "leave --model out to draw --scheme " + wanted + ", or give a model with positions");
   if (has != wanted)
     throw Error(directory_of(r), "uses " + has + " positions, not " + wanted,
                 "pick --scheme " + has + ", or leave --model out");
