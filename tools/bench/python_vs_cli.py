@@ -4,7 +4,7 @@
 process, alternately for several rounds, each a whole process (start, model load,
 translation, output written), on the same threads. Prints each side's median wall
 time and the median of the per-round ratios python / cli (the issue's target: at
-most 1.05). Both sides get OPENBLAS_NUM_THREADS=T and OMP_WAIT_POLICY=PASSIVE, and
+most 1.05), for the whole input in one call and for one call per 32 lines. Both sides get OPENBLAS_NUM_THREADS=T and OMP_WAIT_POLICY=PASSIVE, and
 both write their translations (to files compared at the end: they must be equal).
 
   /usr/bin/python3 tools/bench/python_vs_cli.py --threads 2 --rounds 7
@@ -22,16 +22,22 @@ import time
 
 SOURCE_DIR = pathlib.Path(__file__).resolve().parents[2]
 
+# The Python side: the whole list in one translate_batch call (what a program does; the
+# batches are then the whole input's, sorted by length), or with `chunk` > 0 one call
+# per `chunk` lines in input order, the batches the CLI makes as it reads: the same
+# work, so the difference is what the bindings cost.
 PYTHON_SIDE = """
 import sys
 import ordo
-source, output, model, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+source, output, model, threads, chunk = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 translator = ordo.Translator(model, threads=threads)
 with open(source, encoding="utf-8") as f:
     lines = f.read().splitlines()
+step = chunk or len(lines)
 with open(output, "w", encoding="utf-8") as out:
-    for result in translator.translate_batch(lines):
-        out.write((result.hypotheses[0] if result.error is None else "") + "\\n")
+    for first in range(0, len(lines), step):
+        for result in translator.translate_batch(lines[first:first + step], max_batch_size=32):
+            out.write((result.hypotheses[0] if result.error is None else "") + "\\n")
 """
 
 
@@ -59,24 +65,33 @@ def main():
         source = tmp / "source.txt"
         with open(args.data, encoding="utf-8") as data:
             source.write_text("".join(line.split("\t")[0] + "\n" for line in data), encoding="utf-8")
-        cli_out, python_out = tmp / "cli.txt", tmp / "python.txt"
-        cli = [str(build / "ordo"), "translate", "--model", args.model, "--threads", str(args.threads),
-               "--input", str(source), "--output", str(cli_out)]
-        python = [sys.executable, "-c", PYTHON_SIDE, str(source), str(python_out), args.model, str(args.threads)]
-        timed(cli, env), timed(python, env)  # warm the page cache and the loader
-        cli_times, python_times = [], []
-        for _ in range(args.rounds):
-            cli_times.append(timed(cli, env))
-            python_times.append(timed(python, env))
-        same = cli_out.read_text(encoding="utf-8") == python_out.read_text(encoding="utf-8")
-    ratios = [p / c for p, c in zip(python_times, cli_times)]
+        outputs = {name: tmp / f"{name}.txt" for name in ("cli", "whole", "chunks")}
+        commands = {
+            "cli": [str(build / "ordo"), "translate", "--model", args.model, "--threads", str(args.threads),
+                    "--batch-size", "32", "--input", str(source), "--output", str(outputs["cli"])],
+            "whole": [sys.executable, "-c", PYTHON_SIDE, str(source), str(outputs["whole"]), args.model,
+                      str(args.threads), "0"],
+            "chunks": [sys.executable, "-c", PYTHON_SIDE, str(source), str(outputs["chunks"]), args.model,
+                       str(args.threads), "32"],
+        }
+        for command in commands.values():  # warm the page cache and the loader
+            timed(command, env)
+        times = {name: [] for name in commands}
+        for _ in range(args.rounds):  # alternately, so that both see the same machine
+            for name, command in commands.items():
+                times[name].append(timed(command, env))
+        want = outputs["cli"].read_text(encoding="utf-8")
+        same = all(outputs[name].read_text(encoding="utf-8") == want for name in ("whole", "chunks"))
     lines = sum(1 for _ in open(args.data, encoding="utf-8"))
-    print(f"{lines} lines, model {args.model}, {args.threads} threads, {args.rounds} rounds")
-    print(f"ordo translate --input       median {statistics.median(cli_times):.3f} s  "
-          f"({', '.join(f'{t:.3f}' for t in cli_times)})")
-    print(f"Translator.translate_batch   median {statistics.median(python_times):.3f} s  "
-          f"({', '.join(f'{t:.3f}' for t in python_times)})")
-    print(f"python / cli: median of per-round ratios {statistics.median(ratios):.3f}")
+    print(f"{lines} lines, model {args.model}, {args.threads} threads, {args.rounds} rounds, wall time per process")
+    labels = {"cli": "ordo translate --input", "whole": "translate_batch(all lines)",
+              "chunks": "translate_batch per 32 lines"}
+    for name, label in labels.items():
+        print(f"{label:30} median {statistics.median(times[name]):.3f} s  "
+              f"({', '.join(f'{t:.3f}' for t in times[name])})")
+    for name in ("whole", "chunks"):
+        ratios = [p / c for p, c in zip(times[name], times["cli"])]
+        print(f"{labels[name]} / cli: median of per-round ratios {statistics.median(ratios):.3f}")
     print(f"translations identical: {same}")
     return 0 if same else 1
 

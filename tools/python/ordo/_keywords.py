@@ -2,6 +2,8 @@
 their names (CTranslate2's where the concept is the same), how a call collects them
 for the compiled layer, and their documentation, appended to each method's docstring."""
 
+import inspect
+
 DECODING = (
     "beam_size", "num_hypotheses", "length_penalty", "max_length", "min_length",
     "sampling", "sampling_temperature", "sampling_topk", "sampling_topp", "seed",
@@ -45,7 +47,7 @@ def collect(values, names=DECODING):
 
 def documented(method):
     """Appends the decoding keywords' documentation to `method`'s docstring."""
-    method.__doc__ = (method.__doc__ or "") + DOC
+    method.__doc__ = inspect.cleandoc(method.__doc__ or "") + "\n" + DOC
     return method
 
 

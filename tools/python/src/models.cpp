@@ -90,16 +90,16 @@ void bind_models(py::module_& m) {
                         "Generator.tokenizer.\n\nkind is 'source' (eos appended), 'target' (eos appended) or 'prompt' "
                         "(bos first, unless add_bos=False); None: 'prompt' for a decoder-only model, else 'source'.")
       .def("encode", &Tokenizer::encode, py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
-           "encode(text, kind=None, add_bos=True) -> list[int]\n\nThe ids the model reads for `text`. Raises ordo.Error "
+           "The ids the model reads for `text`. Raises ordo.Error "
            "for text it cannot read (blank, control characters, too long).")
       .def("decode", &Tokenizer::decode, py::arg("ids"), py::arg("kind") = py::none(),
-           "decode(ids, kind=None) -> str\n\nIds -> text as ordo prints it: a target (the default) stops at its first "
+           "Ids -> text as ordo prints it: a target (the default) stops at its first "
            "eos and skips pad, bos and decoder_start; kind='source' reads source ids. Raises ordo.Error for an id "
            "outside the vocabulary.")
       .def("pieces", &Tokenizer::pieces, py::arg("ids"), py::arg("kind") = py::none(),
-           "pieces(ids, kind=None) -> list[str]\n\nThe piece of each id ('▁cats'), for display.")
+           "The piece of each id ('▁cats'), for display.")
       .def("tokenize", &Tokenizer::tokenize, py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
-           "tokenize(text, kind=None, add_bos=True) -> Tokens\n\nids and pieces together, as `ordo tokenize` shows them.");
+           "ids and pieces together, as `ordo tokenize` shows them.");
 
   m.def(
       "tokenize",
@@ -107,12 +107,12 @@ void bind_models(py::module_& m) {
         return Tokenizer(load_model(model_dir, false)).tokenize(text, kind, add_bos);
       },
       py::arg("model_dir"), py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
-      "tokenize(model_dir, text, kind=None, add_bos=True) -> Tokens\n\nThe ids and pieces a model reads for `text`, as "
+      "The ids and pieces a model reads for `text`, as "
       "`ordo tokenize` prints them. model_dir: a directory, a shipped model's name, or None for the default model. "
       "kind: 'source', 'target' or 'prompt' (None: 'prompt' for a decoder-only model, else 'source').");
   m.def(
       "models", [] { return shipped_model_names(); },
-      "models() -> list[str]\n\nThe shipped models' names, sorted, as Translator and Generator take them "
+      "The shipped models' names, sorted, as Translator and Generator take them "
       "(`ordo models`).");
 }
 
