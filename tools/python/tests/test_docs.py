@@ -48,6 +48,27 @@ def test_the_stubs_name_what_the_compiled_module_has():
                 assert members == actual, name
 
 
+def test_the_python_layers_stubs_match_its_signatures():
+    # translator.pyi and generator.pyi beside the code: each method with the same
+    # parameters, in the same order, with the same defaults.
+    package = pathlib.Path(ordo.__file__).parent
+    for cls, stub_file in [(ordo.Translator, "translator.pyi"), (ordo.Generator, "generator.pyi")]:
+        stub = ast.parse((package / stub_file).read_text(encoding="utf-8"))
+        (stub_class,) = [n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__]
+        stubbed = {f.name: f for f in stub_class.body if isinstance(f, ast.FunctionDef)}
+        public = {name for name, _ in public_members(cls)} | {"__init__"}
+        assert set(stubbed) == public, cls.__name__
+        for name, node in stubbed.items():
+            if isinstance(getattr(cls, name), property):
+                continue
+            actual = inspect.signature(getattr(cls, name))
+            names = [a.arg for a in node.args.args]
+            assert names == list(actual.parameters), f"{cls.__name__}.{name}"
+            defaults = [ast.literal_eval(d) for d in node.args.defaults]
+            want = [p.default for p in actual.parameters.values() if p.default is not inspect.Parameter.empty]
+            assert defaults == want, f"{cls.__name__}.{name}"
+
+
 def readme_python_examples():
     readme = (SOURCE_DIR / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
