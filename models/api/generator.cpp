@@ -244,7 +244,7 @@ Generation Generator::generate_streamed(Generation request, const OnToken& on_to
     on_chosen = [&](std::size_t, int token, float logprob) { report(token, logprob, ++chosen == length); };
   }
   DecodeResult result;
-  {
+  {  // the workspace goes back before the beams' tokens are reported: on_token may be slow
     WorkspacePool::Lease workspace = impl_->workspaces->borrow();
     result = std::move(decode_requests(transformer, std::span(&decode, 1), decoding, std::span(&index, 1), *workspace,
                                        on_chosen, impl_->options.interrupt)

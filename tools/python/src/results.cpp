@@ -131,7 +131,14 @@ void bind_results(py::module_& m) {
       .def_readonly("layer", &AttentionResult::layer, "int: the layer, from 0.")
       .def_readonly("weights", &AttentionResult::weights, "numpy.ndarray: float32 [heads, rows, columns].")
       .def_readonly("rows", &AttentionResult::rows, "list[str]: the query tokens' pieces, one per row.")
-      .def_readonly("columns", &AttentionResult::columns, "list[str]: the key tokens' pieces, one per column.");
+      .def_readonly("columns", &AttentionResult::columns, "list[str]: the key tokens' pieces, one per column.")
+      .def(
+          "__array__",
+          [](const AttentionResult& a, const py::object& dtype) -> py::object {
+            if (dtype.is_none()) return a.weights;
+            return a.weights.attr("astype")(dtype);
+          },
+          py::arg("dtype") = py::none(), "numpy.asarray(result) is result.weights.");
 }
 
 }  // namespace ordo::python

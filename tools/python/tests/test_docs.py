@@ -42,7 +42,9 @@ def test_the_stubs_name_what_the_compiled_module_has():
     assert set(stubbed) == compiled
     for name, node in stubbed.items():
         if isinstance(node, ast.ClassDef):
-            members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)} - {"__init__"}
+            functions = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+            assert all(hasattr(getattr(_ordo, name), f) for f in functions), name  # dunders too
+            members = {f for f in functions if not f.startswith("_")}
             actual = {m for m in dir(getattr(_ordo, name)) if not m.startswith("_")}
             if not issubclass(getattr(_ordo, name), BaseException):
                 assert members == actual, name

@@ -136,6 +136,8 @@ def test_attention_equals_the_clis_csv(translator, tmp_path):
     table = [line.split(",") for line in out.read_text(encoding="utf-8").splitlines()]
     numbers = np.array([[float(x) for x in row[-columns:]] for row in table[-rows:]])
     np.testing.assert_allclose(got.weights[3], numbers, atol=1e-5)
+    as_array = np.asarray(got)  # the result is the array, with its tokens
+    assert np.shares_memory(as_array, got.weights) and np.array_equal(as_array, got.weights)
     encoder = translator.attention("cats chase dogs", kind="encoder", layer=1)
     assert encoder.rows == encoder.columns == got.columns
 
