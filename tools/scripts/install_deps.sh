@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Installs what ordo needs from Debian's apt, skipping what is already there.
 #   tools/scripts/install_deps.sh          build dependencies
-#   tools/scripts/install_deps.sh --test   plus PyTorch/NumPy/SentencePiece for Python (the test oracle)
-#                                  and tmux (the progress bar's test)
+#   tools/scripts/install_deps.sh --test   plus PyTorch/NumPy/SentencePiece for Python (the test oracle),
+#                                  tmux (the progress bar's test) and pytest (the bindings' tests)
 #   tools/scripts/install_deps.sh --fuzz   plus clang and its runtime libraries (libFuzzer, the
 #                                  sanitizers' runtimes), for tools/scripts/fuzz.sh
 # Flags combine: tools/scripts/install_deps.sh --test --fuzz.
 set -euo pipefail
 
 # libpng, FreeType, fontconfig and a font: the pictures of ordo viz (tools/viz/font.h).
+# pybind11, the Python headers and NumPy: the Python bindings (tools/python/), built by default.
 packages=(build-essential cmake pkg-config libopenblas-dev libsentencepiece-dev sentencepiece
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-          libpng-dev libfreetype-dev libfontconfig-dev fonts-dejavu-core)
+          libpng-dev libfreetype-dev libfontconfig-dev fonts-dejavu-core
+          python3-dev pybind11-dev python3-pybind11 python3-numpy)
 for flag in "$@"; do
   case "$flag" in
     # tmux: the progress bar's test reads a real terminal's screen.
-    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece tmux) ;;
+    # pytest: the Python bindings' suite (tools/python/tests).
+    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece tmux python3-pytest) ;;
     # libclang-rt-14-dev (libFuzzer) is only a Recommends of clang, which
     # --no-install-recommends below would skip.
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;

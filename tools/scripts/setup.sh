@@ -9,7 +9,8 @@ build="${1:-build}"
 
 tools/scripts/install_deps.sh
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j2 --target ordo_cli
+# The CLI and the Python package (PYTHONPATH=$build/python /usr/bin/python3 -c "import ordo").
+cmake --build "$build" -j2 --target ordo_cli ordo_python
 
 run() {  # shows the command as one would type it, quotes included
   local shown="" arg

@@ -1,0 +1,58 @@
+"""The decoding keywords every translating and generating method takes, in one place:
+their names (CTranslate2's where the concept is the same), how a call collects them
+for the compiled layer, and their documentation, appended to each method's docstring."""
+
+import inspect
+
+DECODING = (
+    "beam_size", "num_hypotheses", "length_penalty", "max_length", "min_length",
+    "sampling", "sampling_temperature", "sampling_topk", "sampling_topp", "seed",
+    "no_repeat_ngram_size", "repetition_penalty", "max_batch_size", "max_input_tokens",
+    "truncate", "add_bos",
+)
+
+DOC = """
+Decoding keywords (the C++ DecodingOptions; `ordo translate --help` has the same):
+    beam_size: hypotheses kept per input; 1 is greedy search.
+    num_hypotheses: hypotheses returned per input, best first; at most beam_size.
+    length_penalty: rank by score / length**length_penalty (length counts eos);
+        0 ranks by the plain sum of log-probabilities.
+    max_length: most generated tokens, eos included; 0: automatic (2 x source length
+        + 10 when translating, 128 new tokens when continuing a prompt), never beyond
+        the model's positions.
+    min_length: fewest generated tokens, eos included (eos is impossible before).
+    sampling: draw each token from the model's distribution (beam_size 1 only).
+    sampling_temperature: sample from softmax(logits / T), T > 0.
+    sampling_topk: sample among the K likeliest tokens (0: all).
+    sampling_topp: sample among the likeliest tokens holding P of the probability.
+    seed: input i of a call draws from its own generator seeded from (seed, i): the
+        same output whatever the threads, batch size or batch order.
+    no_repeat_ngram_size: a token completing an n-gram of this size already in the
+        output is impossible (0: off).
+    repetition_penalty: CTRL's penalty on tokens already in the output, in
+        [0.01, 100] (1: off).
+    max_batch_size: inputs decoded together (sorted by length first).
+    max_input_tokens: most tokens an input may have (0: the model's own limit).
+    truncate: cut an input beyond max_input_tokens instead of failing it.
+
+Bad values raise ordo.OptionError (a ValueError) naming the keyword; values of the
+wrong type raise TypeError.
+"""
+
+
+def collect(values, names=DECODING):
+    """The keywords among `values` (a call's locals()) as the compiled layer takes them."""
+    return {name: values[name] for name in names if name in values}
+
+
+def documented(method):
+    """Appends the decoding keywords' documentation to `method`'s docstring."""
+    method.__doc__ = inspect.cleandoc(method.__doc__ or "") + "\n" + DOC
+    return method
+
+
+def check_texts(name, texts):
+    """A list of str, not one str (which would be read as a list of characters)."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name}: expected a list of str, got a single {type(texts).__name__}")
+    return list(texts)

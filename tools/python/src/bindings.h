@@ -1,0 +1,40 @@
+// What the files of the ordo._ordo extension share: each binds one part of the public
+// C++ API (<ordo/ordo.hpp>) and registers it here, in module.cpp's order. Nothing in
+// the extension reaches below the public API: it links libordo.so, which exports
+// nothing else.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "ordo/ordo.hpp"
+
+namespace ordo::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_& m);      // errors.cpp: ordo.Error, ordo.OptionError
+void bind_results(py::module_& m);     // results.cpp: TranslationResult, GenerationResult, ...
+void bind_models(py::module_& m);      // models.cpp: models(), tokenize(), Tokenizer
+void bind_translator(py::module_& m);  // translator.cpp: Translator
+void bind_generator(py::module_& m);   // generator.cpp: Generator
+
+// The model a Translator or Generator is given: a directory or a shipped model's name,
+// or None for the default (the translation model, or the language model when
+// `language_model`). Load-time warnings become Python UserWarnings. Throws ordo::Error.
+Model load_model(const py::object& model_dir, bool language_model);
+
+// The model's tokenizer as a Python ordo.Tokenizer (models.cpp).
+py::object tokenizer_of(const Model& model);
+
+// Applies the constructor keywords every model class shares: `threads` (ordo's compute
+// threads, process-wide; 0 keeps them) and `compute_type` (ordo computes in float32:
+// "auto", "default" and "float32" are accepted). Throws ordo::OptionError naming the keyword.
+void apply_compute_keywords(int threads, const std::string& compute_type);
+
+// Raises ordo.OptionError on the Python side: what the translator in errors.cpp makes of
+// an ordo::OptionError whose field is already the Python keyword.
+[[noreturn]] void throw_option_error(const std::string& keyword, const std::string& problem);
+
+}  // namespace ordo::python

@@ -1,0 +1,119 @@
+// Models as Python names them: loading (a directory, a shipped model's name or None),
+// the shipped models' list, and the tokenizer (ordo.tokenize, Translator.tokenizer).
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "results.h"
+
+namespace ordo::python {
+
+namespace {
+
+// The kinds of text a model reads, as `ordo tokenize --as` names them.
+enum class TextKind { Source, Target, Prompt };
+
+TextKind text_kind(const Model& model, const std::optional<std::string>& kind) {
+  if (!kind) return model.is_decoder_only() ? TextKind::Prompt : TextKind::Source;
+  if (*kind == "source") return TextKind::Source;
+  if (*kind == "target") return TextKind::Target;
+  if (*kind == "prompt") return TextKind::Prompt;
+  throw_option_error("kind", "must be 'source', 'target' or 'prompt', got '" + *kind + "'");
+}
+
+// The tokenizer of a loaded model.
+class Tokenizer {
+ public:
+  explicit Tokenizer(Model model) : model_(std::move(model)) {}
+
+  std::vector<int> encode(const std::string& text, const std::optional<std::string>& kind, bool add_bos) const {
+    switch (text_kind(model_, kind)) {
+      case TextKind::Source: return model_.tokenize_source(text);
+      case TextKind::Target: return model_.tokenize_target(text);
+      case TextKind::Prompt: return model_.tokenize_prompt(text, add_bos);
+    }
+    return {};
+  }
+
+  // Ids -> text; a prompt's ids read as a target's.
+  std::string decode(const std::vector<int>& ids, const std::optional<std::string>& kind) const {
+    if (text_kind(model_, kind.value_or("target")) == TextKind::Source) return model_.detokenize_source(ids);
+    return model_.detokenize_target(ids);
+  }
+
+  std::vector<std::string> pieces(const std::vector<int>& ids, const std::optional<std::string>& kind) const {
+    if (text_kind(model_, kind) == TextKind::Source) return model_.source_pieces(ids);
+    return model_.target_pieces(ids);
+  }
+
+  Tokens tokenize(const std::string& text, const std::optional<std::string>& kind, bool add_bos) const {
+    Tokens tokens;
+    tokens.ids = encode(text, kind, add_bos);
+    tokens.pieces = pieces(tokens.ids, kind);
+    return tokens;
+  }
+
+ private:
+  Model model_;
+};
+
+}  // namespace
+
+Model load_model(const py::object& model_dir, bool language_model) {
+  const Model::WarningHandler warn = [](const std::string& message) {
+    if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 2) != 0) throw py::error_already_set();
+  };
+  if (model_dir.is_none())
+    return language_model ? Model::load(default_language_model_directory(), warn) : Model::load_default(warn);
+  // str or os.PathLike: a directory, or a shipped model's name.
+  const std::string given = py::str(py::module_::import("os").attr("fspath")(model_dir));
+  return Model::load(given, warn);
+}
+
+py::object tokenizer_of(const Model& model) { return py::cast(Tokenizer(model)); }
+
+void apply_compute_keywords(int threads, const std::string& compute_type) {
+  if (compute_type != "auto" && compute_type != "default" && compute_type != "float32")
+    throw_option_error("compute_type", "'" + compute_type +
+                                           "' is not supported: ordo computes in float32 (F16 and BF16 weights are "
+                                           "converted at load); use 'auto', 'default' or 'float32'");
+  if (threads < 0) throw_option_error("threads", "must be >= 0 (0: keep the current number), got " + std::to_string(threads));
+  if (threads > 0) set_threads(threads);
+}
+
+void bind_models(py::module_& m) {
+  py::class_<Tokenizer>(m, "Tokenizer",
+                        "A model's SentencePiece tokenizer, as the model reads text: Translator.tokenizer, "
+                        "Generator.tokenizer.\n\nkind is 'source' (eos appended), 'target' (eos appended) or 'prompt' "
+                        "(bos first, unless add_bos=False); None: 'prompt' for a decoder-only model, else 'source'.")
+      .def("encode", &Tokenizer::encode, py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
+           "The ids the model reads for `text`. Raises ordo.Error "
+           "for text it cannot read (blank, control characters, too long).")
+      .def("decode", &Tokenizer::decode, py::arg("ids"), py::arg("kind") = py::none(),
+           "Ids -> text as ordo prints it: a target (the default) stops at its first "
+           "eos and skips pad, bos and decoder_start; kind='source' reads source ids. Raises ordo.Error for an id "
+           "outside the vocabulary.")
+      .def("pieces", &Tokenizer::pieces, py::arg("ids"), py::arg("kind") = py::none(),
+           "The piece of each id ('▁cats'), for display.")
+      .def("tokenize", &Tokenizer::tokenize, py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
+           "ids and pieces together, as `ordo tokenize` shows them.");
+
+  m.def(
+      "tokenize",
+      [](const py::object& model_dir, const std::string& text, const std::optional<std::string>& kind, bool add_bos) {
+        return Tokenizer(load_model(model_dir, false)).tokenize(text, kind, add_bos);
+      },
+      py::arg("model_dir"), py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
+      "The ids and pieces a model reads for `text`, as "
+      "`ordo tokenize` prints them. model_dir: a directory, a shipped model's name, or None for the default model. "
+      "kind: 'source', 'target' or 'prompt' (None: 'prompt' for a decoder-only model, else 'source').");
+  m.def(
+      "models", [] { return shipped_model_names(); },
+      "The shipped models' names, sorted, as Translator and Generator take them "
+      "(`ordo models`).");
+}
+
+}  // namespace ordo::python

@@ -1,0 +1,27 @@
+// The keyword arguments of the Python methods (CTranslate2's names where the concept is
+// the same: num_hypotheses, sampling_topk, max_batch_size, ...) -> the C++ options
+// structs, and back: the keyword a C++ field is called in Python.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "ordo/ordo.hpp"
+
+namespace ordo::python {
+
+namespace py = pybind11;
+
+// `keywords` maps keyword -> value, as the Python layer collects them (None: the
+// default). A value of the wrong type raises TypeError, one out of range for its C++
+// field ordo::OptionError, both naming the keyword; the options' own validate() is left
+// to the Translator or Generator that takes them. An unknown keyword is a TypeError.
+TranslatorOptions translator_options(const py::dict& keywords);
+GeneratorOptions generator_options(const py::dict& keywords);
+
+// The Python keyword of a C++ options field ("n_best" -> "num_hypotheses"); any other
+// name as it is.
+std::string keyword_for(const std::string& field);
+
+}  // namespace ordo::python
