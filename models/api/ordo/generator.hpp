@@ -92,18 +92,18 @@ class ORDO_API Generator {
   Generation generate_prepared(Generation prepared, const TextCallback& on_text = {},
                                std::uint64_t index = 0) const;
 
+  // generate_prepared, token by token: `on_token` receives each token of the best
+  // continuation in order, its id, log-probability and the text it adds, eos included
+  // (with empty text). With beam_size 1 each token comes as soon as it is chosen; with
+  // wider beams no token is final before the search ends, so they all come then. The
+  // texts of the tokens, joined, are the best hypothesis's text. What on_token throws
+  // leaves the call. Throws ordo::Error as generate_prepared does.
+  Generation generate_streamed(Generation prepared, const OnToken& on_token, std::uint64_t index = 0) const;
+
   // Many prepared requests, decoded in batches, results in input order; request i
   // samples from (seed, first_index + i). A request that has an error, or hypotheses
   // already, is passed through as it is: a program answering a stream of lines gives a
   // blank line an empty hypothesis this way, and every other line keeps its index.
-  // The same, token by token: `on_token` receives each token of the best continuation
-  // in order, its id, log-probability and the text it adds, eos included (with empty
-  // text). With beam_size 1 each token comes as soon as it is chosen; with wider beams
-  // no token is final before the search ends, so they all come then. The texts of the
-  // tokens, joined, are the best hypothesis's text. What on_token throws leaves the
-  // call. Throws ordo::Error as generate_prepared does.
-  Generation generate_streamed(Generation prepared, const OnToken& on_token, std::uint64_t index = 0) const;
-
   std::vector<Generation> generate_prepared_batch(std::vector<Generation> requests,
                                                   std::uint64_t first_index = 0) const;
 
