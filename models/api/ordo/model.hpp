@@ -13,6 +13,7 @@
 
 #include "ordo/export.hpp"
 #include "ordo/options.hpp"
+#include "ordo/positions.hpp"
 
 namespace ordo {
 
@@ -98,6 +99,12 @@ class ORDO_API Model {
   // What the directory holds: family, config, parameters, every tensor. Throws
   // ordo::Error when a weight file's size cannot be read.
   ModelInfo info() const;
+
+  // The positions `stack` runs, as numbers (see ordo/positions.hpp): the vectors a
+  // sinusoidal or learned scheme adds, RoPE's rotations, ALiBi's or T5's score biases,
+  // over `steps` steps (0: every row of a learned table, up to kMaxSequenceLength). Throws ordo::Error for a model
+  // without positions ("none"), a stack it lacks, or steps it cannot take.
+  PositionTable position_table(Stack stack, int steps = 0) const;
 
   // The decoding defaults the checkpoint ships with (generation_config.json: num_beams,
   // max_length, length_penalty, no_repeat_ngram_size, bad_words_ids,

@@ -23,5 +23,6 @@
 #include "ordo/generator.hpp"
 #include "ordo/model.hpp"
 #include "ordo/options.hpp"
+#include "ordo/positions.hpp"
 #include "ordo/results.hpp"
 #include "ordo/translator.hpp"
