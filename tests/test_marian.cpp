@@ -301,6 +301,14 @@ TEST(Marian, GenerationConfigSuppliesTheDefaults) {
   fs::remove_all(dir);
 }
 
+TEST(Marian, APickleOnlyDirectorySaysWhatToDo) {
+  const fs::path dir = random_marian();
+  fs::rename(dir / "model.safetensors", dir / "pytorch_model.bin");
+  EXPECT_THAT(error_of([&] { LoadedModel::load(dir); }),
+              HasSubstr("pytorch_model.bin: is a PyTorch pickle, and ordo reads weights only from model.safetensors"));
+  fs::remove_all(dir);
+}
+
 TEST(Marian, BadWordsAndAForcedFirstTokenAreImpossibleOrForced) {
   const fs::path dir = random_marian();
   fs::remove(dir / "generation_config.json");
