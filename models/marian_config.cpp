@@ -8,13 +8,16 @@ using namespace config_reader;
 
 namespace {
 
-// ACT2FN's names that ordo computes exactly. gelu_new and the other approximations are
-// left out on purpose: running them as the erf form would change the numbers silently.
+// ACT2FN's names that ordo computes as transformers does. Other approximations
+// (gelu_fast, quick_gelu, ...) are left out on purpose: running them as another form
+// would change the numbers silently.
 constexpr EnumName<Activation> kMarianActivations[] = {
     {"swish", Activation::Silu},
     {"silu", Activation::Silu},
     {"gelu", Activation::Gelu},
     {"relu", Activation::Relu},
+    {"gelu_new", Activation::GeluTanh},
+    {"gelu_pytorch_tanh", Activation::GeluTanh},
 };
 
 // MarianConfig's defaults (transformers' configuration_marian.py).

@@ -7,8 +7,9 @@
 //   encoder_layers [12]           decoder_layers [12]
 //   encoder_attention_heads [16]  decoder_attention_heads [16]
 //   encoder_ffn_dim [4096]        decoder_ffn_dim [4096]
-//   activation_function ["gelu"]: gelu (erf form), relu, swish or silu; anything
-//                                 else (gelu_new, ...) is an error naming the key
+//   activation_function ["gelu"]: gelu (erf form), relu, swish or silu, gelu_new or
+//                                 gelu_pytorch_tanh (the tanh form); anything else is
+//                                 an error naming the key
 //   scale_embedding [false]       share_encoder_decoder_embeddings [true]
 //   tie_word_embeddings [true]    pad_token_id [58100]   eos_token_id [0]
 //   decoder_start_token_id [58100]   bos_token_id [none]

@@ -177,8 +177,10 @@ TEST(Marian, BadConfigsAreOneLineNamingTheKey) {
               HasSubstr("dir/config.json: key 'd_model': expected an integer, got a string (\"16\")"));
   EXPECT_THAT(config_error(with(opus_config(), {{"scale_embedding", "yes"}})),
               HasSubstr("key 'scale_embedding': expected true or false"));
-  EXPECT_THAT(config_error(with(opus_config(), {{"activation_function", "gelu_new"}})),
-              HasSubstr("key 'activation_function': unknown value \"gelu_new\""));
+  EXPECT_THAT(config_error(with(opus_config(), {{"activation_function", "quick_gelu"}})),
+              HasSubstr("key 'activation_function': unknown value \"quick_gelu\""));
+  EXPECT_EQ(ModelConfig::from_json(with(opus_config(), {{"activation_function", "gelu_new"}}), "c").activation_function,
+            Activation::GeluTanh);
   EXPECT_THAT(config_error(with(opus_config(), {{"decoder_vocab_size", 31}})),
               HasSubstr("key 'decoder_vocab_size': 31 differs from vocab_size=30"));
   EXPECT_NO_THROW(ModelConfig::from_json(with(opus_config(), {{"decoder_vocab_size", nullptr}}), "c"));
@@ -391,7 +393,7 @@ TEST(MarianParity, OracleCoversTheVariants) {
   }
   for (const char* want : {"shared", "separate", "tied", "untied", "positions in file", "positions computed",
                            "target_vocab.json", "one vocab.json", "sharded", "single file", "F32", "F16", "BF16",
-                           "activation swish", "activation gelu", "activation relu"})
+                           "activation swish", "activation gelu", "activation relu", "activation gelu_new"})
     EXPECT_TRUE(kinds.contains(want)) << "no Marian oracle model covers " << want;
 }
 

@@ -613,7 +613,7 @@ MARIAN_MODELS = {
         {"activation_function": "relu", "share_encoder_decoder_embeddings": False,
          "scale_embedding": True}, "BF16", 2, True, True),
     "marian-separate-untied-f32-sharded": (
-        {"activation_function": "swish", "share_encoder_decoder_embeddings": False,
+        {"activation_function": "gelu_new", "share_encoder_decoder_embeddings": False,
          "tie_word_embeddings": False, "decoder_layers": 3}, "F32", 3, False, True),
 }
 # Texts whose ids the C++ tokenizer must reproduce: pieces in and out of the vocabulary, a

@@ -11,7 +11,8 @@ THE MODEL. BART's layout without its embedding norm, post-norm:
     logits = x lm_head^T + final_logits_bias
 LayerNorm is nn.LayerNorm's (eps 1e-5, weight and bias); every projection has a bias;
 attention is softmax(q k^T / sqrt(head_dim)) v with padded source keys masked.
-act is ACT2FN[activation_function]: gelu (erf form), relu, swish = silu.
+act is ACT2FN[activation_function]: gelu (erf form), relu, swish = silu, gelu_new =
+gelu_pytorch_tanh (the tanh approximation).
 
 POSITIONS. MarianSinusoidalPositionalEmbedding: a table [max_position_embeddings,
 d_model] with angle(p, j) = p / 10000^(2 floor(j/2) / d); the first d/2 columns are
@@ -59,7 +60,13 @@ MARIAN_DEFAULTS = {
     "eos_token_id": 0, "forced_eos_token_id": 0, "share_encoder_decoder_embeddings": True,
     "tie_word_embeddings": True, "bos_token_id": None,
 }
-ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu, "swish": F.silu, "silu": F.silu}
+def gelu_new(x: Tensor) -> Tensor:
+    """transformers' NewGELUActivation: GELU's tanh approximation (Hendrycks & Gimpel)."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu, "swish": F.silu, "silu": F.silu, "gelu_new": gelu_new,
+               "gelu_pytorch_tanh": gelu_new}
 
 
 def marian_config(config: dict) -> dict:

@@ -86,6 +86,13 @@ class MarianLayerTest(unittest.TestCase):
         self.assertLess(float((got - want).abs().max()), 1e-12)
 
 
+class GeluNewTest(unittest.TestCase):
+    def test_gelu_new_is_torchs_tanh_gelu(self):
+        from ordo_torch.marian import gelu_new
+        x = torch.linspace(-8, 8, 101)
+        self.assertLess(float((gelu_new(x) - torch.nn.functional.gelu(x, approximate="tanh")).abs().max()), 1e-12)
+
+
 class MarianPositionsTest(unittest.TestCase):
     def test_table_is_sin_then_cos_rounded_to_float32(self):
         table = marian_positions(12, 8)
