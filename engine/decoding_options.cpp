@@ -50,6 +50,14 @@ void DecodingOptions::validate() const {
                                          " (for the most likely token, use greedy search: no sampling)");
   if (top_k < 0) throw OptionError("top_k", "must be >= 0 (0: off), got " + std::to_string(top_k));
   if (!(top_p > 0.0 && top_p <= 1.0)) throw OptionError("top_p", "must be in (0, 1], got " + str(top_p));
+  for (std::size_t i = 0; i < bad_words_ids.size(); ++i) {
+    if (bad_words_ids[i].empty())
+      throw OptionError("bad_words_ids", "entry " + std::to_string(i) + " is empty (give the ids of a token sequence)");
+    for (const int id : bad_words_ids[i])
+      if (id < 0) throw OptionError("bad_words_ids", "entry " + std::to_string(i) + " holds the negative id " + std::to_string(id));
+  }
+  if (forced_bos_token_id < -1)
+    throw OptionError("forced_bos_token_id", "must be a token id or -1 (none), got " + std::to_string(forced_bos_token_id));
   if (sample && beam_size > 1)
     throw OptionError("sample", "cannot be combined with a beam size of " + std::to_string(beam_size) +
                                     " (sampling draws one hypothesis per source; use beam size 1)");

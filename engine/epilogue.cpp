@@ -8,6 +8,7 @@ namespace ordo {
 namespace {
 
 constexpr float kInvSqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
+constexpr float kSqrt2OverPi = static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2/pi)
 
 }  // namespace
 
@@ -28,6 +29,13 @@ void apply_activation(Activation activation, MatrixRef x) {
         break;
       case Activation::Silu:
         for (Index j = 0; j < n; ++j) row[j] = row[j] / (1.0f + std::exp(-row[j]));
+        break;
+      case Activation::GeluTanh:
+        // Hugging Face's NewGELUActivation (gelu_new), as Hendrycks & Gimpel approximate it.
+        for (Index j = 0; j < n; ++j) {
+          const float v = row[j];
+          row[j] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+        }
         break;
     }
   }

@@ -12,8 +12,10 @@
 
 namespace ordo {
 
-// ReLU, GELU (erf form), SiLU/swish. Their config names live in models/config.cpp.
-enum class Activation { Relu, Gelu, Silu };
+// ReLU, GELU (erf form), SiLU/swish, and GELU's tanh approximation (Hugging Face's
+// gelu_new, T5 v1.1's and some Marian models'). Their config names live in each
+// family's config reader (models/config.cpp, models/marian_config.cpp).
+enum class Activation { Relu, Gelu, Silu, GeluTanh };
 
 struct Epilogue {
   std::span<const float> bias;           // [n], added to every row; empty: none
@@ -23,7 +25,7 @@ struct Epilogue {
 };
 
 // Elementwise, in place: relu max(0,x); gelu x*Phi(x) (the erf form, not tanh);
-// silu x*sigmoid(x).
+// silu x*sigmoid(x); gelu_tanh 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
 void apply_activation(Activation activation, MatrixRef x);
 
 // The epilogue on `block`, the columns [first, first + block.cols()) of the product's

@@ -27,14 +27,36 @@ void ban_repeated_ngrams(std::span<float> row, std::span<const int> generated, I
   }
 }
 
+// Bans the last id of every bad sequence whose other ids end `context` (Hugging Face's
+// NoBadWordsLogitsProcessor): a one-id sequence always.
+void ban_bad_words(std::span<float> row, std::span<const int> context, const std::vector<std::vector<int>>& bad) {
+  for (const std::vector<int>& words : bad) {
+    const std::size_t before = words.size() - 1;
+    if (before > context.size()) continue;
+    if (std::equal(words.begin(), words.end() - 1, context.end() - static_cast<std::ptrdiff_t>(before)))
+      row[static_cast<std::size_t>(words.back())] = kImpossible;
+  }
+}
+
 }  // namespace
 
 LogitsProcessor::LogitsProcessor(const DecodingOptions& options, std::span<const int> eos_ids, Index vocab_size)
     : repetition_penalty_(options.repetition_penalty),
       min_length_(options.min_length),
       ngram_(options.no_repeat_ngram_size),
+      bad_words_(options.bad_words_ids),
+      forced_first_(options.forced_bos_token_id),
       eos_(eos_ids.begin(), eos_ids.end()),
-      seen_(static_cast<std::size_t>(vocab_size), 0) {}
+      seen_(static_cast<std::size_t>(vocab_size), 0) {
+  const auto check = [&](const char* field, int id) {
+    if (id < 0 || id >= vocab_size)
+      throw OptionError(field, "id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                   std::to_string(vocab_size) + ")");
+  };
+  for (const std::vector<int>& words : bad_words_)
+    for (const int id : words) check("bad_words_ids", id);
+  if (forced_first_ >= 0) check("forced_bos_token_id", forced_first_);
+}
 
 void LogitsProcessor::process(std::span<float> row, std::span<const int> context, Index generated) {
   const Index step = generated;
@@ -67,6 +89,12 @@ void LogitsProcessor::process(std::span<float> row, std::span<const int> context
   if (generated + 1 < min_length_)
     for (const int eos : eos_) row[static_cast<std::size_t>(eos)] = kImpossible;
   ban_repeated_ngrams(row, context, ngram_);
+  ban_bad_words(row, context, bad_words_);
+  if (forced_first_ >= 0 && generated == 0) {
+    const float forced = row[static_cast<std::size_t>(forced_first_)];
+    std::fill(row.begin(), row.end(), kImpossible);
+    row[static_cast<std::size_t>(forced_first_)] = forced;
+  }
 }
 
 }  // namespace ordo

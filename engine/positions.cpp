@@ -41,8 +41,8 @@ void for_each_sinusoid(const std::vector<double>& frequencies, SinusoidalLayout 
 // Sinusoidal
 
 SinusoidalPositions::SinusoidalPositions(Index dim, SinusoidalLayout layout,
-                                         SinusoidalFrequencies frequencies, Index offset)
-    : dim_(dim), layout_(layout), offset_(offset) {
+                                         SinusoidalFrequencies frequencies, Index offset, Index max_steps)
+    : dim_(dim), layout_(layout), offset_(offset), max_steps_(max_steps) {
   const char* where = "sinusoidal positions";
   if (dim <= 0 || dim % 2 != 0)
     throw Error(where, "dimension " + str(dim) + " is not a positive even number",
@@ -53,6 +53,7 @@ SinusoidalPositions::SinusoidalPositions(Index dim, SinusoidalLayout layout,
                     str(dim),
                 "use vaswani frequencies for so small a dimension");
   if (offset < 0) throw Error(where, "position offset " + str(offset) + " is negative");
+  if (max_steps <= 0) throw Error(where, "max_steps " + str(max_steps) + " is not positive");
 
   const Index half = dim / 2;
   frequencies_.resize(static_cast<std::size_t>(half));
@@ -74,6 +75,7 @@ void SinusoidalPositions::add(MatrixRef embeddings, const BatchRows& rows) const
   check_batch_rows("sinusoidal positions", rows, embeddings.rows());
   // emb[s*T + t] [d] += pe(offset + first_step[s] + t) [d], each entry rounded once.
   for (Index s = 0; s < rows.sequences(); ++s) {
+    check_steps(rows.first_step(s), rows.length(s));  // padding rows past a bound are never read
     const MatrixRef block = rows.of(embeddings, s);
     for (Index t = 0; t < block.rows(); ++t) {
       float* row = block.data() + t * block.stride();

@@ -61,10 +61,13 @@ class NoPositions final : public AdditivePositions {
 class SinusoidalPositions final : public AdditivePositions {
  public:
   // dim must be even (and >= 4 for Tensor2Tensor frequencies); throws Error otherwise.
+  // `max_steps` bounds a sequence as a table of that many rows would (Marian computes
+  // its sinusoids into one): a longer one is an error, as for learned positions.
   SinusoidalPositions(Index dim, SinusoidalLayout layout, SinusoidalFrequencies frequencies,
-                      Index offset);
+                      Index offset, Index max_steps = std::numeric_limits<Index>::max());
   void add(MatrixRef embeddings, const BatchRows& rows) const override;
   using AdditivePositions::add;
+  Index max_steps() const override { return max_steps_; }
   // The position vector of absolute position `position` (any position >= 0), written
   // into out [dim]. Computed in double, rounded once.
   void encode(Index position, std::span<float> out) const;
@@ -73,6 +76,7 @@ class SinusoidalPositions final : public AdditivePositions {
   Index dim_;
   SinusoidalLayout layout_;
   Index offset_;
+  Index max_steps_;
   std::vector<double> frequencies_;  // [dim/2]
 };
 

@@ -1,6 +1,7 @@
 #include "models/build_transformer.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "engine/error.h"
@@ -47,9 +48,17 @@ class Binder {
 
   std::shared_ptr<const AdditivePositions> positions(Stack stack) const {
     switch (config_.position_encoding) {
-      case PositionEncoding::Sinusoidal:
+      case PositionEncoding::Sinusoidal: {
+        // A family whose file may hold the sinusoid table (Marian) runs on the table the
+        // file holds, as transformers does (it loads it into the embedding); else the
+        // sinusoids are computed.
+        if (const TensorView table = tensor(stack, Role::Positions); !table.empty())
+          return std::make_shared<LearnedPositions>(table, config_.position_offset);
+        const Index bound = config_.positions_bounded ? config_.max_position_embeddings
+                                                      : std::numeric_limits<Index>::max();
         return std::make_shared<SinusoidalPositions>(config_.d_model, config_.sinusoidal_layout,
-                                                     config_.sinusoidal_frequencies, config_.position_offset);
+                                                     config_.sinusoidal_frequencies, config_.position_offset, bound);
+      }
       case PositionEncoding::Learned:
         return std::make_shared<LearnedPositions>(required(stack, Role::Positions), config_.position_offset);
       case PositionEncoding::Rope:  // in attention: q and k rotated, or scores biased

@@ -1,10 +1,16 @@
 #include "models/loaded_model.h"
 
+#include <algorithm>
 #include <iostream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/error.h"
 #include "engine/kernel_path.h"
 #include "engine/printable.h"
+#include "engine/regular_file.h"
+#include "models/json_message.h"
 #include "models/build_transformer.h"
 
 namespace ordo {
@@ -35,6 +41,59 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const fs::path& path, Index mode
   return tokenizer;
 }
 
+// Marian's tokenizer files (MarianTokenizer): source.spm reads sources, target.spm
+// targets; both map their pieces to ids through vocab.json, or the target through
+// target_vocab.json when tokenizer_config.json says "separate_vocabs": true. A leading
+// ">>xx<<" language token is one id; eos (</s>) is appended by the tokenize functions.
+constexpr const char* kMarianFiles[] = {"source.spm", "target.spm", "vocab.json"};
+
+bool marian_separate_vocabs(const fs::path& directory) {
+  const fs::path path = directory / "tokenizer_config.json";
+  if (!exists_quietly(path)) return false;
+  constexpr std::uint64_t kMaxBytes = 16u << 20;
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(read_regular_file(path, kMaxBytes, "a tokenizer_config.json"),
+                                 json_depth_limit(path.string()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
+  }
+  if (!json.is_object()) throw Error(path.string(), "expected a JSON object at the top level");
+  const auto found = json.find("separate_vocabs");
+  if (found == json.end() || found->is_null()) return false;
+  if (!found->is_boolean())
+    throw Error(path.string() + ": key 'separate_vocabs'", "expected true or false, got " + json_excerpt(*found));
+  return found->get<bool>();
+}
+
+// The vocabulary's special pieces must be the config's tokens, and its ids rows of the
+// embedding: a vocab.json of another model fails here, not in a translation.
+void check_marian_vocabulary(const PieceVocabulary& vocabulary, const ModelConfig& config) {
+  const std::string where = vocabulary.path().string();
+  if (vocabulary.id_bound() > config.vocab_size)
+    throw Error(where, "has the id " + std::to_string(vocabulary.id_bound() - 1) +
+                           ", beyond the embedding's vocab_size=" + std::to_string(config.vocab_size) + " rows",
+                "vocab.json and config.json (model.safetensors) belong to different models");
+  for (const auto& [piece, key, id] : {std::tuple{"</s>", "eos_token_id", config.eos_token_id},
+                                       std::tuple{"<pad>", "pad_token_id", config.pad_token_id}}) {
+    if (!vocabulary.contains(piece))
+      throw Error(where, std::string("has no '") + piece + "' piece (config.json's " + key + "=" +
+                             std::to_string(id) + ")",
+                  "vocab.json and config.json belong to different models");
+    if (vocabulary.id(piece) != id)
+      throw Error(where, std::string("gives '") + piece + "' the id " + std::to_string(vocabulary.id(piece)) +
+                             ", but config.json's " + key + " is " + std::to_string(id),
+                  "vocab.json and config.json belong to different models");
+  }
+}
+
+std::shared_ptr<const Tokenizer> load_marian_tokenizer(const fs::path& model, const fs::path& vocabulary_path,
+                                                       const ModelConfig& config) {
+  auto vocabulary = std::make_shared<const PieceVocabulary>(PieceVocabulary::load(vocabulary_path, "<unk>"));
+  check_marian_vocabulary(*vocabulary, config);
+  return std::make_shared<const Tokenizer>(Tokenizer::load(model, {vocabulary, true}));
+}
+
 }  // namespace
 
 void LoadedModel::print_warning(const std::string& message) {
@@ -54,11 +113,34 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
   model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
   for (const std::string& name : model->weights_->unused())
     if (warn) warn(model->weights_->source() + ": tensor '" + printable(name) + "' is not used by this config (ignored)");
-  model->transformer_ = std::make_unique<const Transformer>(
-      build_transformer(model->config_, *model->weights_));
+  Transformer transformer = build_transformer(model->config_, *model->weights_);
+  // What generation may produce: the decoder's positions, decoder_start taking one.
+  const Index positions = std::min<Index>(transformer.decoder.max_steps(), kMaxSequenceLength);
+  model->generation_ = read_generation_config(directory, model->config_, positions - (transformer.decoder_only() ? 0 : 1));
+  const GenerationConfig& generation = model->generation_;
+  if (generation.decoder_start_token_id) transformer.tokens.decoder_start = *generation.decoder_start_token_id;
+  if (!generation.eos_token_ids.empty()) {
+    transformer.tokens.eos = generation.eos_token_ids.front();
+    transformer.tokens.other_eos.assign(generation.eos_token_ids.begin() + 1, generation.eos_token_ids.end());
+  }
+  model->transformer_ = std::make_unique<const Transformer>(std::move(transformer));
 
   const ModelConfig& config = model->config_;
-  if (exists_quietly(directory / "tokenizer.model")) {
+  if (config.family == Family::Marian) {
+    // The tokenizer description of the family: which files, how pieces become ids.
+    bool any = false;
+    for (const char* file : kMarianFiles) any |= exists_quietly(directory / file);
+    if (any) {
+      for (const char* file : kMarianFiles)
+        if (!exists_quietly(directory / file))
+          throw Error((directory / file).string(), "is missing, and a Marian tokenizer needs it",
+                      "a Marian model directory holds source.spm, target.spm and vocab.json together");
+      const bool separate = marian_separate_vocabs(directory);
+      model->source_tokenizer_ = load_marian_tokenizer(directory / "source.spm", directory / "vocab.json", config);
+      model->target_tokenizer_ = load_marian_tokenizer(
+          directory / "target.spm", directory / (separate ? "target_vocab.json" : "vocab.json"), config);
+    }
+  } else if (exists_quietly(directory / "tokenizer.model")) {
     model->source_tokenizer_ = load_tokenizer(directory / "tokenizer.model",
                                               std::min(config.vocab_size, config.decoder_vocab_size),
                                               "vocab_size");
@@ -78,6 +160,9 @@ const Tokenizer& LoadedModel::require(const std::shared_ptr<const Tokenizer>& to
                 "has only tokenizer.json (Hugging Face tokenizers), and ordo reads text with a SentencePiece "
                 "tokenizer.model",
                 "add the model's tokenizer.model, or pass token ids (--prompt-ids, --source-ids, --target-ids)");
+  if (config_.family == Family::Marian)
+    throw Error(directory_.string(), "has no tokenizer (source.spm, target.spm and vocab.json)",
+                "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
   throw Error(directory_.string(), "has no tokenizer (tokenizer.model, or source.model + target.model)",
               "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
 }

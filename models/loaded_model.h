@@ -22,6 +22,7 @@
 
 #include "engine/transformer.h"
 #include "models/config.h"
+#include "models/generation_config.h"
 #include "models/weights.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,6 +44,9 @@ class LoadedModel {
   const ModelConfig& config() const { return config_; }
   const Transformer& transformer() const { return *transformer_; }
   const WeightStore& weights() const { return *weights_; }
+  // The checkpoint's decoding defaults (generation_config.json, models/generation_config.h);
+  // its decoder_start_token_id and eos_token_id are already the transformer's tokens.
+  const GenerationConfig& generation() const { return generation_; }
 
   bool has_tokenizer() const { return source_tokenizer_ != nullptr; }
   // Pieces of the (source) tokenizer; throws Error when there is none.
@@ -100,6 +104,7 @@ class LoadedModel {
   std::unique_ptr<const Transformer> transformer_;
   std::shared_ptr<const Tokenizer> source_tokenizer_;
   std::shared_ptr<const Tokenizer> target_tokenizer_;
+  GenerationConfig generation_;
 };
 
 }  // namespace ordo

@@ -50,6 +50,12 @@ std::vector<SafetensorsFile> open_weight_files(const fs::path& directory) {
   const fs::path single = directory / kSingleWeightsFile;
   const fs::path index_path = directory / kShardIndexFile;
   if (exists_quietly(single) || !exists_quietly(index_path)) {
+    // Many Hugging Face repositories (most opus-mt ones) publish only the pickle.
+    if (!exists_quietly(single) && exists_quietly(directory / "pytorch_model.bin"))
+      throw Error((directory / "pytorch_model.bin").string(),
+                  "is a PyTorch pickle, and ordo reads weights only from model.safetensors (or its shards)",
+                  "convert it once with safetensors' convert script, or download the repository's "
+                  "model.safetensors when it has one");
     std::vector<SafetensorsFile> files;
     files.push_back(SafetensorsFile::open(single));
     return files;

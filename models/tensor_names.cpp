@@ -125,10 +125,50 @@ constexpr Rule kLlamaTensors[] = {
     {kD, FeedForwardOut, Bias, "model.layers.{i}.mlp.down_proj.bias", {Model}, 1, kMlpBias},
 };
 
+// Hugging Face's MarianMTModel, as save_pretrained writes it: tied duplicates are left
+// out (model.shared.weight stands for both stacks' embed_tokens, and for lm_head when
+// tied); final_logits_bias and the sinusoid tables embed_positions are optional
+// (transformers computes a missing table, and newer versions no longer save it).
+// Post-norm: no stack has a final norm or an embedding norm.
+constexpr Rule kMarianTensors[] = {
+    {kED, TokenEmbedding, Weight, "model.shared.weight", {Vocab, Model}, 2, kSharedEmbeddings},
+    {kED, TokenEmbedding, Weight, "model.{stack}.embed_tokens.weight", {Vocab, Model}, 2, kSeparateEmbeddings},
+    {kD, OutputHead, Weight, "lm_head.weight", {Vocab, Model}, 2, kUntiedHead},
+    {kD, FinalLogitsBias, Weight, "final_logits_bias", {One, Vocab}, 2, kOptional},
+    {kED, Positions, Weight, "model.{stack}.embed_positions.weight", {PositionRows, Model}, 2, kOptional},
+    {kED, SelfQuery, Weight, "model.{stack}.layers.{i}.self_attn.q_proj.weight", {QueryWidth, Model}, 2, kAlways},
+    {kED, SelfQuery, Bias, "model.{stack}.layers.{i}.self_attn.q_proj.bias", {QueryWidth}, 1, kAlways},
+    {kED, SelfKey, Weight, "model.{stack}.layers.{i}.self_attn.k_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfKey, Bias, "model.{stack}.layers.{i}.self_attn.k_proj.bias", {KvWidth}, 1, kAlways},
+    {kED, SelfValue, Weight, "model.{stack}.layers.{i}.self_attn.v_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfValue, Bias, "model.{stack}.layers.{i}.self_attn.v_proj.bias", {KvWidth}, 1, kAlways},
+    {kED, SelfOutput, Weight, "model.{stack}.layers.{i}.self_attn.out_proj.weight", {Model, QueryWidth}, 2, kAlways},
+    {kED, SelfOutput, Bias, "model.{stack}.layers.{i}.self_attn.out_proj.bias", {Model}, 1, kAlways},
+    {kED, SelfNorm, Weight, "model.{stack}.layers.{i}.self_attn_layer_norm.weight", {Model}, 1, kAlways},
+    {kED, SelfNorm, Bias, "model.{stack}.layers.{i}.self_attn_layer_norm.bias", {Model}, 1, kAlways},
+    {kD, CrossQuery, Weight, "model.decoder.layers.{i}.encoder_attn.q_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossQuery, Bias, "model.decoder.layers.{i}.encoder_attn.q_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossKey, Weight, "model.decoder.layers.{i}.encoder_attn.k_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossKey, Bias, "model.decoder.layers.{i}.encoder_attn.k_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossValue, Weight, "model.decoder.layers.{i}.encoder_attn.v_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossValue, Bias, "model.decoder.layers.{i}.encoder_attn.v_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossOutput, Weight, "model.decoder.layers.{i}.encoder_attn.out_proj.weight", {Model, QueryWidth}, 2, kEncoder},
+    {kD, CrossOutput, Bias, "model.decoder.layers.{i}.encoder_attn.out_proj.bias", {Model}, 1, kEncoder},
+    {kD, CrossNorm, Weight, "model.decoder.layers.{i}.encoder_attn_layer_norm.weight", {Model}, 1, kEncoder},
+    {kD, CrossNorm, Bias, "model.decoder.layers.{i}.encoder_attn_layer_norm.bias", {Model}, 1, kEncoder},
+    {kED, FeedForwardIn, Weight, "model.{stack}.layers.{i}.fc1.weight", {Ffn, Model}, 2, kAlways},
+    {kED, FeedForwardIn, Bias, "model.{stack}.layers.{i}.fc1.bias", {Ffn}, 1, kAlways},
+    {kED, FeedForwardOut, Weight, "model.{stack}.layers.{i}.fc2.weight", {Model, Ffn}, 2, kAlways},
+    {kED, FeedForwardOut, Bias, "model.{stack}.layers.{i}.fc2.bias", {Model}, 1, kAlways},
+    {kED, FeedForwardNorm, Weight, "model.{stack}.layers.{i}.final_layer_norm.weight", {Model}, 1, kAlways},
+    {kED, FeedForwardNorm, Bias, "model.{stack}.layers.{i}.final_layer_norm.bias", {Model}, 1, kAlways},
+};
+
 std::span<const Rule> table(Family family) {
   switch (family) {
     case Family::Ordo: return kOrdoTensors;
     case Family::Llama: return kLlamaTensors;
+    case Family::Marian: return kMarianTensors;
   }
   return {};
 }

@@ -8,6 +8,7 @@
 //
 //   ordo (BART/Marian style): model.{encoder,decoder}.layers.{i}.self_attn.q_proj.weight, ...
 //   llama (Hugging Face):     model.layers.{i}.self_attn.q_proj.weight, ...
+//   marian (Hugging Face):    as ordo, with optional sinusoid tables (MarianMTModel)
 #pragma once
 
 #include <optional>

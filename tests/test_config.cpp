@@ -266,9 +266,9 @@ TEST(Config, UnknownEnumValuesListTheChoices) {
 }
 
 TEST(Config, OtherModelTypesSaySupportedTypes) {
-  EXPECT_THAT(error_with("model_type", "marian"),
-              HasSubstr("key 'model_type': unsupported model type \"marian\" (supported types: "
-                        "ordo, llama)"));
+  EXPECT_THAT(error_with("model_type", "t5"),
+              HasSubstr("key 'model_type': unsupported model type \"t5\" (supported types: "
+                        "ordo, llama, marian)"));
 }
 
 TEST(Config, SizesMustBePositive) {

@@ -2,9 +2,11 @@
 // (engine/thread_pool.h, engine/blas.cpp), against double-precision references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <numbers>
 #include <optional>
 #include <random>
 #include <string>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "engine/blas.h"
+#include "engine/epilogue.h"
 #include "engine/error.h"
 #include "engine/kernel_path.h"
 #include "engine/matvec.h"
@@ -166,6 +169,20 @@ TEST(Kernels, EpilogueSeesEveryBlockOnceAfterTheProduct) {
         }
       ref::expect_close(y, want, 1e-4, 1e-5);
     }
+  }
+}
+
+// GELU's tanh form (Hugging Face's gelu_new) against the formula in double, over the
+// range where it bends and far out on both sides (0 and x): float32 rounding of a
+// handful of operations, 1e-6 relative.
+TEST(Kernels, GeluTanhIsTheTanhApproximation) {
+  std::vector<float> values{-30.0f, -5.0f, -1.0f, -0.1f, 0.0f, 0.3f, 1.0f, 2.5f, 30.0f};
+  const std::vector<float> inputs = values;
+  apply_activation(Activation::GeluTanh, MatrixRef(values.data(), 1, static_cast<Index>(values.size())));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const double x = inputs[i];
+    const double want = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+    EXPECT_NEAR(values[i], want, 1e-6 * std::max(1.0, std::abs(want))) << "x = " << x;
   }
 }
 

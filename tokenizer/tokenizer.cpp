@@ -7,6 +7,7 @@
 #include "engine/error.h"
 #include "engine/regular_file.h"
 #include "engine/input_text.h"
+#include "engine/printable.h"
 
 namespace ordo {
 
@@ -25,6 +26,24 @@ Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   if (!tokenizer.processor_->LoadFromSerializedProto(bytes).ok())
     throw Error(path.string(), "is not a SentencePiece model (it does not parse as one)",
                 "a tokenizer.model comes from spm_train; is this file damaged or something else?");
+  return tokenizer;
+}
+
+Tokenizer Tokenizer::load(const std::filesystem::path& path, Mapping mapping) {
+  Tokenizer tokenizer = load(path);
+  if (mapping.vocabulary) {
+    const PieceVocabulary& vocabulary = *mapping.vocabulary;
+    const auto& sp = *tokenizer.processor_;
+    for (int id = 0; id < sp.GetPieceSize(); ++id) {
+      if (sp.IsControl(id) || sp.IsUnknown(id) || sp.IsUnused(id)) continue;
+      if (!vocabulary.contains(sp.IdToPiece(id)))
+        throw Error(vocabulary.path().string(),
+                    "lacks the piece '" + printable(sp.IdToPiece(id)) + "' (id " + std::to_string(id) + " of " +
+                        path.filename().string() + ")",
+                    "the vocabulary and the SentencePiece model come from two different models");
+    }
+  }
+  tokenizer.mapping_ = std::move(mapping);
   return tokenizer;
 }
 
@@ -48,8 +67,24 @@ void check_text(std::string_view text) {
 
 std::vector<int> Tokenizer::encode_unchecked(std::string_view text) const {
   std::vector<int> ids;
-  const auto status = processor_->Encode(text, &ids);
+  if (!mapping_.vocabulary) {
+    const auto status = processor_->Encode(text, &ids);
+    if (!status.ok()) throw Error(path_.string(), "cannot tokenize the input: " + status.ToString());
+    return ids;
+  }
+  const PieceVocabulary& vocabulary = *mapping_.vocabulary;
+  if (mapping_.language_token && text.starts_with(">>")) {
+    // As MarianTokenizer: the token runs to the first "<<" (the search starts at 0, so
+    // ">><<" is a token too), and it is looked up whole, never split into pieces.
+    if (const auto end = text.find("<<"); end != std::string_view::npos) {
+      ids.push_back(vocabulary.id(text.substr(0, end + 2)));
+      text.remove_prefix(end + 2);
+    }
+  }
+  std::vector<std::string> pieces;
+  const auto status = processor_->Encode(text, &pieces);
   if (!status.ok()) throw Error(path_.string(), "cannot tokenize the input: " + status.ToString());
+  for (const std::string& piece : pieces) ids.push_back(vocabulary.id(piece));
   return ids;
 }
 
@@ -101,19 +136,51 @@ void Tokenizer::check_ids(std::span<const int> ids) const {
 std::string Tokenizer::decode(std::span<const int> ids) const {
   check_ids(ids);
   std::string text;
-  const auto status = processor_->Decode(std::vector<int>(ids.begin(), ids.end()), &text);
+  const auto status = mapping_.vocabulary ? processor_->Decode(pieces_of_ids(ids), &text)
+                                          : processor_->Decode(std::vector<int>(ids.begin(), ids.end()), &text);
   if (!status.ok()) throw Error(path_.string(), "cannot decode ids: " + status.ToString());
+  if (mapping_.vocabulary) {
+    // As MarianTokenizer's convert_tokens_to_string: a piece the SentencePiece model lacks
+    // (a shared vocabulary holds the other side's pieces too) comes out verbatim, so its
+    // word-start marks become spaces, and the ends are stripped.
+    static constexpr std::string_view kMark = "\xe2\x96\x81";  // U+2581
+    static constexpr std::string_view kSpaces = " \t\n\r\f\v";
+    std::string spaced;  // built anew: std::string::replace trips g++ 12's bogus -Wrestrict
+    for (std::size_t at = 0; at < text.size();) {
+      const bool mark = std::string_view(text).substr(at, kMark.size()) == kMark;
+      spaced += mark ? ' ' : text[at];
+      at += mark ? kMark.size() : 1;
+    }
+    const auto first = spaced.find_first_not_of(kSpaces);
+    text = first == std::string::npos ? std::string() : spaced.substr(first, spaced.find_last_not_of(kSpaces) - first + 1);
+  }
   return text;
+}
+
+std::vector<std::string> Tokenizer::pieces_of_ids(std::span<const int> ids) const {
+  std::vector<std::string> result;
+  result.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!mapping_.vocabulary) {
+      result.push_back(processor_->IdToPiece(ids[i]));
+      continue;
+    }
+    const std::string* piece = mapping_.vocabulary->piece(ids[i]);
+    if (piece == nullptr)
+      throw Error(mapping_.vocabulary->path().string(), "has no piece with the id " + std::to_string(ids[i]) +
+                                                            " (at position " + std::to_string(i) + ")");
+    result.push_back(*piece);
+  }
+  return result;
 }
 
 std::vector<std::string> Tokenizer::pieces(std::span<const int> ids) const {
   check_ids(ids);
-  std::vector<std::string> result;
-  result.reserve(ids.size());
-  for (int id : ids) result.push_back(processor_->IdToPiece(id));
-  return result;
+  return pieces_of_ids(ids);
 }
 
-Index Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+Index Tokenizer::vocab_size() const {
+  return mapping_.vocabulary ? mapping_.vocabulary->id_bound() : processor_->GetPieceSize();
+}
 
 }  // namespace ordo

@@ -5,6 +5,11 @@
 // UTF-8 without control characters), empty text and ids outside the vocabulary are
 // errors with a message, never undefined behaviour inside the library; and a bound on
 // the work a long text costs (encode_bounded).
+//
+// A family may map pieces to ids through a vocabulary of its own (Marian's vocab.json,
+// tokenizer/piece_vocabulary.h) instead of the SentencePiece model's ids, and may read a
+// leading language token (">>deu<<", multilingual opus-mt) as one token of that
+// vocabulary, as MarianTokenizer does.
 #pragma once
 
 #include <filesystem>
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "tokenizer/piece_vocabulary.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;
@@ -26,6 +32,18 @@ class Tokenizer {
  public:
   // Throws Error naming the file when it is missing or not a SentencePiece model.
   static Tokenizer load(const std::filesystem::path& path);
+
+  // How text becomes ids beyond the SentencePiece model: Marian's tokenizer.
+  struct Mapping {
+    // Pieces become ids through this map (unknown pieces: its unknown piece's id), and
+    // ids pieces again through it. Every normal piece of the SentencePiece model must
+    // be in it (else Error naming the first missing one: the files are of two models).
+    std::shared_ptr<const PieceVocabulary> vocabulary;
+    // A text starting ">>" up to the first "<<" ("">>fra<< ...") begins with that
+    // language token, one id of the vocabulary; the rest is tokenized as usual.
+    bool language_token = false;
+  };
+  static Tokenizer load(const std::filesystem::path& path, Mapping mapping);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
@@ -53,6 +71,8 @@ class Tokenizer {
   // Ids -> their pieces ("▁cat"), for display.
   std::vector<std::string> pieces(std::span<const int> ids) const;
 
+  // Ids this tokenizer gives or reads: [0, vocab_size()) (with a vocabulary: one more
+  // than its largest id).
   Index vocab_size() const;
   const std::filesystem::path& path() const { return path_; }
 
@@ -60,9 +80,11 @@ class Tokenizer {
   Tokenizer();
   void check_ids(std::span<const int> ids) const;
   std::vector<int> encode_unchecked(std::string_view text) const;
+  std::vector<std::string> pieces_of_ids(std::span<const int> ids) const;
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
   std::filesystem::path path_;
+  Mapping mapping_;
 };
 
 }  // namespace ordo

@@ -71,8 +71,12 @@ ModelInfo Model::info() const {
                               !unused.contains(tensor.name)});
   }
   if (model.has_tokenizer()) info.tokenizer_vocab_size = static_cast<int>(model.tokenizer_vocab_size());
+  info.generation_config_json = model.generation().applied.dump();
+  info.generation_config_file = model.generation().source;
   return info;
 }
+
+const DecodingOptions& Model::generation_defaults() const noexcept { return impl_->model->generation().decoding; }
 
 void set_threads(int threads) { threads::set_count(threads); }
 

@@ -1,8 +1,8 @@
-// libFuzzer target: config.json of every family (model_type "ordo" and "llama"; the
-// seeds hold both, and mutations switch between them). What is accepted must also
-// expand into its tensor table (when the layer count is one a file could hold), and an
-// ordo-family config must survive its own to_json(): what `ordo inspect` prints reads
-// back as the same config.
+// libFuzzer target: config.json of every family (model_type "ordo", "llama" and
+// "marian"; the seeds hold each, and mutations switch between them). What is accepted
+// must also expand into its tensor table (when the layer count is one a file could
+// hold), and an ordo- or Marian-family config must survive its own to_json(): what
+// `ordo inspect` prints reads back as the same config.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The weights bound the layer count before the table is expanded (models/weights.cpp);
   // a fuzz input has no weights, so only small counts are expanded here.
   if (config->encoder_layers <= 8 && config->decoder_layers <= 8) (void)ordo::expected_tensors(*config);
-  if (config->family != ordo::Family::Ordo) return 0;
+  if (config->family == ordo::Family::Llama) return 0;
   // Outside refusal_is_fine: a refusal of ordo's own output is a finding.
   const nlohmann::json emitted = config->to_json();
   if (ordo::ModelConfig::from_json(emitted, "emitted config").to_json() != emitted) {

@@ -31,6 +31,7 @@ struct CompareOptions {
   std::string text_b;
   TranslatorOptions translator;
   std::string plot;  // empty: no picture
+  GivenDecodingFlags given;  // over each model's generation defaults
 };
 
 // One model's outcome: its row of the table and its token-by-token similarity.
@@ -75,7 +76,9 @@ Grid token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
 
 Compared compare(const std::filesystem::path& dir, const CompareOptions& options) {
   const auto model = Model::load(dir);
-  const Translator translator(model, options.translator);
+  TranslatorOptions translator_options = options.translator;
+  apply_generation_defaults(options.given, model, translator_options.decoding);
+  const Translator translator(model, translator_options);
   // Both sentences through the batched path, as translate runs them.
   const std::vector<std::string> texts{options.text_a, options.text_b};
   const std::vector<Translation> translations = translator.translate_batch(texts);
@@ -237,6 +240,7 @@ void setup_compare(CLI::App& app) {
   add_common_options(*command, options->common);
   command->callback([options, command] {
     validate_flags(options->translator);
+    options->given = given_decoding_flags(*command);
     run_compare(*options, uses_builtin_model(*command, options->common));
   });
 }

@@ -27,6 +27,7 @@ struct EvalOptions {
   std::string data;
   TranslatorOptions translator;
   int show_errors = 0;
+  GivenDecodingFlags given;  // over the model's generation defaults
 };
 
 struct TestSet {
@@ -56,9 +57,10 @@ TestSet read_tsv(const std::string& path) {
   return set;
 }
 
-void run_eval(const EvalOptions& options) {
+void run_eval(EvalOptions options) {
   const TestSet set = read_tsv(options.data);
   const auto model = load_model(options.common);
+  apply_generation_defaults(options.given, model, options.translator.decoding);
   const Translator translator(model, options.translator);
 
   std::vector<std::string> hypotheses(set.sources.size());
@@ -157,8 +159,9 @@ void setup_eval(CLI::App& app) {
   command->add_option("--show-errors", options->show_errors, "Also list up to N wrong translations")
       ->check(CLI::Range(0, 1'000'000));
   add_common_options(*command, options->common);
-  command->callback([options] {
+  command->callback([options, command] {
     validate_flags(options->translator);
+    options->given = given_decoding_flags(*command);
     run_eval(*options);
   });
 }

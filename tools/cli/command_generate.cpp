@@ -299,7 +299,9 @@ void setup_generate(CLI::App& app) {
     if (!given(*command, "--model") && !options->source && !options->source_ids)
       options->common.model_dir = default_language_model_directory().string();
     const RunReport report(options->verbose);  // printed when the run ends
-    GenerateCommand(*options, report.load(options->common)).run();
+    const Model model = report.load(options->common);
+    apply_generation_defaults(given_decoding_flags(*command), model, options->generator.decoding);
+    GenerateCommand(*options, model).run();
   });
 }
 

@@ -41,6 +41,8 @@ nlohmann::json describe(const Model& model) {
   return {{"directory", model.directory().string()},
           {"architecture", architecture},
           {"config", nlohmann::json::parse(info.config_json)},
+          {"generation_config", nlohmann::json::parse(info.generation_config_json)},
+          {"generation_config_file", info.generation_config_file},
           {"parameters", info.parameters},
           {"tensors", tensors},
           {"unused_tensors", unused},
@@ -57,6 +59,12 @@ void print_table(const nlohmann::json& d) {
             << "weights: " << a["weight_files"].get<std::size_t>() << " file(s)\n\nconfig:\n";
   for (const auto& [key, value] : d["config"].items())
     std::cout << "  " << std::left << std::setw(34) << key << value.dump() << '\n';
+  if (!d["generation_config"].empty()) {
+    // The decoding defaults the flags override (models/generation_config.h).
+    std::cout << "\ngeneration defaults (" << printable(d["generation_config_file"].get<std::string>()) << "):\n";
+    for (const auto& [key, value] : d["generation_config"].items())
+      std::cout << "  " << std::left << std::setw(34) << key << value.dump() << '\n';
+  }
   std::cout << "\nparameters: " << d["parameters"].get<std::int64_t>() << '\n';
   if (!d["tokenizer"].is_null())
     std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<std::int64_t>() << " pieces\n";

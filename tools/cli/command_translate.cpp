@@ -30,6 +30,7 @@ struct TranslateOptions {
   std::string input;                      // --input FILE instead of stdin
   std::string output;                     // --output FILE instead of stdout
   bool verbose = false;                   // --verbose: tools/run_report.h
+  GivenDecodingFlags given;               // over the model's generation defaults
 };
 
 nlohmann::json hypothesis_json(const Hypothesis& h, bool text, const DecodingOptions& decoding) {
@@ -132,13 +133,14 @@ void translate_stream(const Translator& translator, const TranslateOptions& opti
                                  (options.common.json ? "an \"error\" object)" : "empty)"));
 }
 
-void run_translate(const TranslateOptions& options) {
+void run_translate(TranslateOptions options) {
   // Stream mode opens its input first: a missing one must not cost the model's loading,
   // nor an existing --output, which opening empties.
   std::optional<LineReader> in;
   if (!options.source_ids && options.texts.empty()) in.emplace(options.input);
   const RunReport report(options.verbose);  // printed when the run ends
   const auto model = report.load(options.common);
+  apply_generation_defaults(options.given, model, options.translator.decoding);
   const Translator translator(model, options.translator);
   Output out(options.output);
 
@@ -193,9 +195,10 @@ void setup_translate(CLI::App& app) {
                     "a source, eos included", "its first tokens");
   add_common_options(*command, options->common);
   add_verbose_flag(*command, options->verbose);
-  command->callback([options] {
+  command->callback([options, command] {
     check_output_is_not_input(options->input, options->output);
     validate_flags(options->translator);
+    options->given = given_decoding_flags(*command);
     run_translate(*options);
   });
 }

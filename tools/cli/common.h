@@ -40,6 +40,19 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 void add_decoding_options(CLI::App& command, DecodingOptions& decoding, int& batch_size,
                           const std::string& unit = "sentence");
 
+// The decoding flags given on the command line, recorded when a command's callback
+// runs: each field whose flag was not given takes the model's generation default.
+struct GivenDecodingFlags {
+  bool beam = false, max_length = false, length_penalty = false, no_repeat_ngram_size = false, sample = false;
+};
+GivenDecodingFlags given_decoding_flags(const CLI::App& command);
+
+// The checkpoint's generation defaults (Model::generation_defaults: its
+// generation_config.json) for every field of `decoding` whose flag was not given;
+// bad_words_ids and forced_bos_token_id, which have no flag, always. A given --sample
+// keeps beam size 1 (sampling draws one hypothesis).
+void apply_generation_defaults(const GivenDecodingFlags& given, const Model& model, DecodingOptions& decoding);
+
 // Adds --max-input-tokens and --truncate (group "Input"), bound to an options struct's
 // max_input_tokens and truncate. `limited` says what the limit counts ("a source, eos
 // included"); `cut` what --truncate keeps ("its first tokens").

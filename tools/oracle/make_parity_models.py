@@ -113,8 +113,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ordo_torch import (  # noqa: E402
-    LlamaModel, OrdoModel, load_llama_dir, load_model_dir, round_weights_, save_llama_dir,
-    save_model_dir)
+    LlamaModel, MarianMTModel, MarianTokenizerOracle, OrdoModel, load_llama_dir,
+    load_marian_dir, load_model_dir, marian_generation_config, round_weights_, save_llama_dir,
+    save_marian_dir, save_model_dir, write_marian_tokenizer)
 
 ORACLE_DTYPE = torch.float64  # see THE ORACLE COMPUTES IN FLOAT64 above
 MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
@@ -249,18 +250,27 @@ def robust(model: OrdoModel, source: list, case_index: int):
     return (greedy, beam) if beam[1] >= MIN_BEAM_MARGIN else None
 
 
-def build(name, cfg, bias, dtype, seed):
+def _ordo_model(cfg, bias, dtype):
+    """A random OrdoModel factory for `build`: (model, the config tokens are drawn from)."""
+    def make(torch_gen):
+        model = OrdoModel(cfg, final_logits_bias=bias).to(ORACLE_DTYPE).eval()
+        random_weights_(model, torch_gen)
+        round_weights_(model, dtype)
+        return model, model.config
+    return make
+
+
+def build(name, cfg, bias, dtype, seed, make_model=None):
     """A model (rounded to dtype), its cases' (source, target), with robust greedy and
     beam search, and their (greedy, beam_search) results. Also returns the model attempt
-    used and the number of sources drawn."""
+    used and the number of sources drawn. make_model(torch generator) -> (model, draw
+    config) replaces the OrdoModel of (cfg, bias, dtype) (the Marian models)."""
+    make_model = make_model or _ordo_model(cfg, bias, dtype)
     draws = 0
     for attempt in range(MODEL_ATTEMPTS):
         torch_gen = torch.Generator().manual_seed(_seed_int(seed, name, attempt) % 2**63)
         rng = random.Random(f"{seed}/{name}/{attempt}")
-        model = OrdoModel(cfg, final_logits_bias=bias).to(ORACLE_DTYPE).eval()
-        random_weights_(model, torch_gen)
-        round_weights_(model, dtype)
-        full = model.config
+        model, full = make_model(torch_gen)
         lengths = [1, rng.randint(3, 7), rng.randint(9, 12)]
         cases, decided = [], []
         for index, length in enumerate(lengths):
@@ -580,6 +590,115 @@ def write_generation_model(out: Path, name, family, cfg, options, seed) -> list:
     return [entry["min_margin"] for entry in after["beam"]]
 
 
+# ----------------------------------------------------------------------------------------
+# Marian models: Hugging Face's MarianMTModel layout, with its tokenizer files
+# ----------------------------------------------------------------------------------------
+
+CORPUS = Path(__file__).resolve().parents[2] / "weights" / "data" / "train.tsv"
+CORPUS_LINES = 3000   # of the showcase corpus, to train each side's SentencePiece model
+MARIAN_PIECES = 80    # pieces of each SentencePiece model
+LANGUAGE_TOKENS = (">>deu<<", ">>nds<<")  # a multilingual opus-mt model's target tokens
+MARIAN_BASE = {
+    "d_model": 16, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
+    "decoder_attention_heads": 4, "encoder_ffn_dim": 32, "decoder_ffn_dim": 24,
+    "max_position_embeddings": 40,
+}
+# name -> (config overrides, dtype, shards, sinusoid tables in the file, separate vocabularies)
+MARIAN_MODELS = {
+    "marian-shared-tied-positions-f32": (
+        {"activation_function": "swish", "scale_embedding": True}, "F32", 1, True, False),
+    "marian-shared-untied-f16": (
+        {"activation_function": "gelu", "tie_word_embeddings": False}, "F16", 1, False, False),
+    "marian-separate-tied-positions-bf16-sharded": (
+        {"activation_function": "relu", "share_encoder_decoder_embeddings": False,
+         "scale_embedding": True}, "BF16", 2, True, True),
+    "marian-separate-untied-f32-sharded": (
+        {"activation_function": "gelu_new", "share_encoder_decoder_embeddings": False,
+         "tie_word_embeddings": False, "decoder_layers": 3}, "F32", 3, False, True),
+}
+# Texts whose ids the C++ tokenizer must reproduce: pieces in and out of the vocabulary, a
+# language token (known, unknown), characters no piece covers, spacing SentencePiece
+# normalizes.
+TOKENIZATION_SOURCES = [
+    "The clever young teachers chase dogs", ">>deu<< the man feeds a horse.",
+    ">>xyz<< cats", "Ω and ✓ are unknown", "  two  spaces\tand a tab ", "a 42-year-old cat",
+]
+TOKENIZATION_TARGETS = ["Die klugen jungen Lehrer jagen Hunde", "Füße über Ärger, Ω."]
+
+
+def corpus_sides():
+    lines = CORPUS.read_text(encoding="utf-8").splitlines()[:CORPUS_LINES]
+    pairs = [line.split("\t") for line in lines]
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
+@torch.no_grad()
+def random_marian_weights_(model: MarianMTModel, generator: torch.Generator) -> None:
+    """As random_weights_ for OrdoModel, leaving a stored sinusoid table as it is (a
+    published file holds the sinusoids)."""
+    scaled = model.config["scale_embedding"]
+    for name, p in model.named_parameters():
+        leaf = name.rsplit(".", 1)[-1]
+        if "embed_positions" in name:
+            continue
+        if name == "final_logits_bias":
+            std, mean = 0.5, 0.0
+        elif "embed_tokens" in name or name == "model.shared.weight":
+            std, mean = (0.5 if scaled else 1.0), 0.0
+        elif "layer_norm" in name:
+            std, mean = 0.2, (1.0 if leaf == "weight" else 0.0)
+        elif leaf == "bias":
+            std, mean = 0.2, 0.0
+        else:
+            std, mean = 0.4, 0.0
+        p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * std + mean)
+
+
+def tokenization_reference(directory: Path) -> list:
+    oracle = MarianTokenizerOracle(directory)
+    return ([{"text": t, "as": "source", "ids": oracle.encode_source(t)} for t in TOKENIZATION_SOURCES]
+            + [{"text": t, "as": "target", "ids": oracle.encode_target(t)} for t in TOKENIZATION_TARGETS])
+
+
+def write_marian_model(out: Path, name: str, seed: int) -> list:
+    """Builds, writes and checks one Marian model directory (tokenizer files,
+    config.json, generation_config.json, weights, reference.json with the encoder-decoder
+    cases plus "tokenization"); returns its beam min_margins."""
+    overrides, dtype, shards, positions, separate = MARIAN_MODELS[name]
+    model_dir = out / name
+    sources, targets = corpus_sides()
+    tokens = write_marian_tokenizer(model_dir, sources, targets, MARIAN_PIECES,
+                                    separate_vocabs=separate, language_tokens=LANGUAGE_TOKENS)
+    cfg = dict(MARIAN_BASE, **tokens, **overrides)
+
+    def make(torch_gen):
+        model = MarianMTModel(cfg, positions_in_file=positions).to(ORACLE_DTYPE).eval()
+        random_marian_weights_(model, torch_gen)
+        round_weights_(model, dtype)
+        # Tokens are drawn from [2, pad): never eos, unk or pad.
+        return model, dict(model.config, vocab_size=tokens["pad_token_id"],
+                           decoder_vocab_size=tokens["pad_token_id"])
+
+    model, cases, decided, attempt, draws = build(name, cfg, False, dtype, seed, make_model=make)
+    save_marian_dir(model, model_dir, dtype=dtype, shards=shards,
+                    generation=marian_generation_config(model.config))
+    before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
+    loaded = load_marian_dir(model_dir, ORACLE_DTYPE)
+    after = reference(loaded, cases, name)
+    beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+    if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
+        raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
+    doc = {"model": name, "family": "marian", "dtype": dtype, "sharded": shards > 1,
+           "positions_in_file": positions, "separate_vocabs": separate,
+           "min_greedy_margin": MIN_GREEDY_MARGIN, "cases": after["cases"],
+           "batch": after["batch"], "beam": after["beam"],
+           "tokenization": tokenization_reference(model_dir)}
+    (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False, ensure_ascii=False) + "\n")
+    note = f" (attempt {attempt})" if attempt else ""
+    print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
+    return [entry["min_margin"] for entry in after["beam"]]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="output directory")
@@ -614,10 +733,14 @@ def main(argv=None) -> int:
         beam_margins.extend(write_generation_model(args.out, name, family, cfg, options,
                                                    args.seed))
         generation_names.append(name)
+    marian_names = []
+    for name in MARIAN_MODELS:
+        beam_margins.extend(write_marian_model(args.out, name, args.seed))
+        marian_names.append(name)
     index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names,
-             "generation_models": generation_names}
+             "generation_models": generation_names, "marian_models": marian_names}
     (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
-    print(f"{len(names)} + {len(generation_names)} models in {args.out} "
+    print(f"{len(names)} + {len(generation_names)} + {len(marian_names)} models in {args.out} "
           f"({time.time() - start:.1f} s); beam min_margin min {min(beam_margins):.3g}, "
           f"median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")
     return 0

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "ordo/export.hpp"
 
@@ -62,6 +63,15 @@ struct DecodingOptions {
   // positive, multiplied when negative. 1: off; > 1 discourages repetition; in
   // [0.01, 100] (further out, logits overflow).
   double repetition_penalty = 1.0;
+  // Token sequences never to be generated (Hugging Face's bad_words_ids; Marian's
+  // generation_config.json bans its pad token so): a one-id sequence makes that id
+  // impossible at every step; a longer one makes its last id impossible wherever the
+  // output ends with the ids before it. Every id must be in the model's vocabulary.
+  std::vector<std::vector<int>> bad_words_ids;
+  // The first generated token is this id (Hugging Face's forced_bos_token_id; NLLB's
+  // target language): every other token is impossible at the first step, and the
+  // forced one keeps its own log-probability. -1: none.
+  int forced_bos_token_id = -1;
   // Draw each token from the model's distribution instead of searching (beam_size 1).
   bool sample = false;
   // Sampling: softmax(logits / temperature). > 0; < 1 sharpens.

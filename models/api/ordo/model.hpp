@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ordo/export.hpp"
+#include "ordo/options.hpp"
 #include "ordo/positions.hpp"
 
 namespace ordo {
@@ -41,6 +42,8 @@ struct ModelInfo {
   std::vector<std::string> weight_files;  // their names, in order
   std::vector<Tensor> tensors;            // every tensor of every file, in file order
   int tokenizer_vocab_size = 0;           // pieces of the (source) tokenizer; 0: no tokenizer
+  std::string generation_config_json = "{}";  // the generation defaults applied, as the file spells them
+  std::string generation_config_file;         // the file they came from; empty: none
 };
 
 // A model directory, loaded: config.json, model.safetensors (or its shards) and the
@@ -124,6 +127,13 @@ class ORDO_API Model {
   // output projection): every linear of the stack, and attention's q k^T and p v over
   // the query-key pairs it needs. Norms, activations and softmax are not counted.
   double encode_flops(int batch, int length) const;
+
+  // The decoding defaults the checkpoint ships with (generation_config.json: num_beams,
+  // max_length, length_penalty, no_repeat_ngram_size, bad_words_ids,
+  // forced_bos_token_id), over DecodingOptions' own; start options from them to decode
+  // as transformers' generate() does: `options.decoding = model.generation_defaults();`.
+  // The command line takes each field from here unless its flag is given. Throws nothing.
+  const DecodingOptions& generation_defaults() const noexcept;
 
   struct Impl;  // the loaded model; opaque to programs
 

@@ -89,3 +89,10 @@ __all__ = [
     "alibi_slopes",
     "t5_relative_position_bucket",
 ]
+from .marian import MarianMTModel, marian_config, marian_positions  # noqa: E402
+from .marian_dirs import (MarianTokenizerOracle, load_marian_dir,  # noqa: E402
+                          marian_generation_config, save_marian_dir, write_marian_tokenizer)
+
+__all__ += ["MarianMTModel", "marian_config", "marian_positions", "MarianTokenizerOracle",
+            "load_marian_dir", "marian_generation_config", "save_marian_dir",
+            "write_marian_tokenizer"]

@@ -104,8 +104,6 @@ def save_llama_dir(model: LlamaModel, out_dir, dtype: str = "F32", shards: int =
     """
     round_weights_(model, dtype)
     tensors = {k: v.detach().to(_SAVE_DTYPES[dtype]) for k, v in model.state_dict().items()}
-    if not 1 <= shards <= len(tensors):
-        raise ValueError(f"shards must be in [1, {len(tensors)}], got {shards}")
     config = dict(model.config, torch_dtype=_TORCH_DTYPE_NAMES[dtype])
     for key, value in (extra_config or {}).items():
         if key in LLAMA_CONFIG_KEYS and config.get(key) != value:
@@ -115,6 +113,16 @@ def save_llama_dir(model: LlamaModel, out_dir, dtype: str = "F32", shards: int =
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    write_weight_files(out, tensors, shards)
+
+
+def write_weight_files(out: Path, tensors: dict, shards: int) -> None:
+    """tensors (name -> tensor, in order) as Hugging Face writes them: shards=1:
+    out/model.safetensors; shards=N>1: N contiguous runs of about equal bytes as
+    model-0000i-of-0000N.safetensors and model.safetensors.index.json (save_llama_dir's
+    docstring). Every file carries the metadata {"format": "pt"}."""
+    if not 1 <= shards <= len(tensors):
+        raise ValueError(f"shards must be in [1, {len(tensors)}], got {shards}")
     if shards == 1:
         write_safetensors(out / "model.safetensors", tensors, metadata={"format": "pt"})
         return
@@ -142,6 +150,41 @@ def save_llama_dir(model: LlamaModel, out_dir, dtype: str = "F32", shards: int =
     (out / LLAMA_INDEX).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
 
 
+def read_weight_files(path: Path):
+    """(source, tensors) of a Hugging Face directory: model.safetensors, or when there is
+    none, the shards named by model.safetensors.index.json, checked as load_llama_dir's
+    docstring says."""
+    if (path / "model.safetensors").exists():
+        source = path / "model.safetensors"
+        return source, read_safetensors(source)
+    if not (path / LLAMA_INDEX).exists():
+        raise ValueError(f"{path}: neither model.safetensors nor {LLAMA_INDEX}")
+    source = path / LLAMA_INDEX
+    index = json.loads(source.read_text())
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not (isinstance(weight_map, dict) and weight_map
+            and all(isinstance(v, str) for v in weight_map.values())):
+        raise ValueError(f"{source}: 'weight_map' must map tensor names to file names")
+    tensors, total = {}, 0
+    for file in sorted(set(weight_map.values())):
+        if Path(file).name != file:
+            raise ValueError(f"{source}: shard '{file}' is not a file name in the directory")
+        for name, t in read_safetensors(path / file).items():
+            if weight_map.get(name) != file:
+                raise ValueError(f"{path / file}: tensor '{name}' is not mapped to this "
+                                 f"file by {LLAMA_INDEX}")
+            tensors[name] = t
+            total += t.numel() * t.element_size()
+    absent = sorted(set(weight_map) - set(tensors))
+    if absent:
+        raise ValueError(f"{source}: tensors {absent} are not in the shards they are mapped to")
+    declared = (index.get("metadata") or {}).get("total_size")
+    if declared is not None and declared != total:
+        raise ValueError(f"{source}: metadata.total_size is {declared}, but the tensors "
+                         f"hold {total} bytes")
+    return source, tensors
+
+
 def load_llama_dir(path, dtype: Optional[torch.dtype] = None) -> LlamaModel:
     """Loads a LLaMA directory (model.safetensors, or when there is none, the shards named
     by model.safetensors.index.json) into a LlamaModel in eval mode that computes in
@@ -152,35 +195,7 @@ def load_llama_dir(path, dtype: Optional[torch.dtype] = None) -> LlamaModel:
     tensors' data."""
     path = Path(path)
     config = llama_config(json.loads((path / "config.json").read_text()))
-    if (path / "model.safetensors").exists():
-        source = path / "model.safetensors"
-        tensors = read_safetensors(source)
-    elif (path / LLAMA_INDEX).exists():
-        source = path / LLAMA_INDEX
-        index = json.loads(source.read_text())
-        weight_map = index.get("weight_map") if isinstance(index, dict) else None
-        if not (isinstance(weight_map, dict) and weight_map
-                and all(isinstance(v, str) for v in weight_map.values())):
-            raise ValueError(f"{source}: 'weight_map' must map tensor names to file names")
-        tensors, total = {}, 0
-        for file in sorted(set(weight_map.values())):
-            if Path(file).name != file:
-                raise ValueError(f"{source}: shard '{file}' is not a file name in the directory")
-            for name, t in read_safetensors(path / file).items():
-                if weight_map.get(name) != file:
-                    raise ValueError(f"{path / file}: tensor '{name}' is not mapped to this "
-                                     f"file by {LLAMA_INDEX}")
-                tensors[name] = t
-                total += t.numel() * t.element_size()
-        absent = sorted(set(weight_map) - set(tensors))
-        if absent:
-            raise ValueError(f"{source}: tensors {absent} are not in the shards they are mapped to")
-        declared = (index.get("metadata") or {}).get("total_size")
-        if declared is not None and declared != total:
-            raise ValueError(f"{source}: metadata.total_size is {declared}, but the tensors "
-                             f"hold {total} bytes")
-    else:
-        raise ValueError(f"{path}: neither model.safetensors nor {LLAMA_INDEX}")
+    source, tensors = read_weight_files(path)
     model = LlamaModel(config)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))
