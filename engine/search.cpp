@@ -33,7 +33,7 @@ class BatchSearch {
  public:
   BatchSearch(const Transformer& model, const DecodingOptions& options, std::span<const DecodeRequest> requests,
               std::span<const Index> max_lengths, std::span<const std::uint64_t> streams,
-              DecodeWorkspace::Buffers& buffers, const TokenCallback& on_token)
+              DecodeWorkspace::Buffers& buffers, const TokenCallback& on_token, const InterruptCheck& interrupt)
       : model_(model),
         options_(options),
         beam_(options.beam_size),
@@ -42,6 +42,7 @@ class BatchSearch {
         sampler_(options, model.decoder.vocab_size()),
         results_(requests.size()),
         on_token_(on_token),
+        interrupt_(interrupt),
         buffers_(buffers) {
     const Index count = static_cast<Index>(requests.size());
     const Index slots = count * beam_;
@@ -118,6 +119,7 @@ class BatchSearch {
 
   std::vector<DecodeResult> run() {
     for (Index step = 0; buffers_.state.sequences() > 0; ++step) {
+      if (interrupt_) interrupt_();  // may throw: the call ends here
       if (step > 0) {
         stepped_tokens_ += buffers_.state.sequences();
         buffers_.tokens.clear();
@@ -224,7 +226,7 @@ class BatchSearch {
       const int token = sampler_.draw(buffers_.logits.row(first), randoms_[b]);
       const float logprob = buffers_.logits(first, token);
       const double total = buffers_.scores[static_cast<std::size_t>(first)] + logprob;
-      if (on_token_) on_token_(b, token);
+      if (on_token_) on_token_(b, token, logprob);
       if (model_.tokens.is_eos(token))
         pools_[b].offer(hypothesis(first, step, token, logprob, total, true));
       else
@@ -285,7 +287,8 @@ class BatchSearch {
     std::partial_sort(buffers_.candidates.begin(), buffers_.candidates.begin() + static_cast<std::ptrdiff_t>(considered),
                       buffers_.candidates.end(), better);
     // With one beam the best candidate is the token chosen, final at once.
-    if (beam_ == 1 && on_token_ && considered > 0) on_token_(b, buffers_.candidates.front().token);
+    if (beam_ == 1 && on_token_ && considered > 0)
+      on_token_(b, buffers_.candidates.front().token, buffers_.candidates.front().logprob);
     Index live = 0;
     for (std::size_t rank = 0; rank < considered && live < beam_; ++rank) {
       const Candidate& c = buffers_.candidates[rank];
@@ -312,6 +315,7 @@ class BatchSearch {
   std::vector<SequenceRandom> randoms_;  // per request (sampling has one sequence each)
   std::vector<DecodeResult> results_;
   const TokenCallback& on_token_;
+  const InterruptCheck& interrupt_;
   Index stepped_tokens_ = 0;
   // The workspace's buffers, which the search fills and reuses (DecodeWorkspace::Buffers).
   DecodeWorkspace::Buffers& buffers_;
@@ -322,7 +326,8 @@ class BatchSearch {
 
 std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<const DecodeRequest> requests,
                                           const DecodingOptions& options, std::span<const std::uint64_t> streams,
-                                          DecodeWorkspace& workspace, const TokenCallback& on_token) {
+                                          DecodeWorkspace& workspace, const TokenCallback& on_token,
+                                          const InterruptCheck& interrupt) {
   options.validate();
   if (!streams.empty() && streams.size() != requests.size())
     throw Error("decode", std::to_string(streams.size()) + " sampling streams for " +
@@ -350,10 +355,10 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
   }
   if (valid.empty()) return results;
   TokenCallback report;
-  if (on_token) report = [&](std::size_t v, int token) { on_token(origin[v], token); };
+  if (on_token) report = [&](std::size_t v, int token, float logprob) { on_token(origin[v], token, logprob); };
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
-  BatchSearch search(model, options, valid, max_lengths, valid_streams, workspace.buffers(), report);
+  BatchSearch search(model, options, valid, max_lengths, valid_streams, workspace.buffers(), report, interrupt);
   search.prefill(valid);
   const auto prefilled = Clock::now();
   std::vector<DecodeResult> decoded = search.run();
@@ -390,7 +395,8 @@ DecodeTotals decode_totals() noexcept {
 
 std::vector<DecodeResult> decode_many(const Transformer& model, std::span<const DecodeRequest> requests,
                                       const DecodingOptions& options, Index batch_size,
-                                      std::span<const std::uint64_t> streams, DecodeWorkspace& workspace) {
+                                      std::span<const std::uint64_t> streams, DecodeWorkspace& workspace,
+                                      const InterruptCheck& interrupt) {
   if (!streams.empty() && streams.size() != requests.size())
     throw Error("decode", std::to_string(streams.size()) + " sampling streams for " +
                               std::to_string(requests.size()) + " requests");
@@ -411,7 +417,8 @@ std::vector<DecodeResult> decode_many(const Transformer& model, std::span<const 
       chunk.push_back(requests[order[k]]);
       chunk_streams.push_back(streams.empty() ? order[k] : streams[order[k]]);
     }
-    std::vector<DecodeResult> decoded = decode_requests(model, chunk, options, chunk_streams, workspace);
+    if (interrupt) interrupt();
+    std::vector<DecodeResult> decoded = decode_requests(model, chunk, options, chunk_streams, workspace, {}, interrupt);
     for (std::size_t k = 0; k < count; ++k) results[order[first + k]] = std::move(decoded[k]);
   }
   return results;

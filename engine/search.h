@@ -78,18 +78,20 @@ struct DecodeRequest {
   std::vector<int> prefix;
 };
 
-// Called with (request index, token) as soon as a token is final: with beam_size 1
-// (greedy or sampling), once per generated token, eos included; never for wider beams,
-// whose tokens are only final at the end.
-using TokenCallback = std::function<void(std::size_t, int)>;
+// Called with (request index, token, its log-probability) as soon as a token is final:
+// with beam_size 1 (greedy or sampling), once per generated token, eos included; never
+// for wider beams, whose tokens are only final at the end.
+using TokenCallback = std::function<void(std::size_t, int, float)>;
 
 // Decodes every request as one batch. `streams` gives each request its sampling
 // generator index (default: its position); give every request of a job a distinct
 // one. Options are validated first (OptionError); a request that cannot be decoded
-// gets its own error.
+// gets its own error. `interrupt` (if set) runs before every decoder step; what it
+// throws leaves the call (the workspace stays usable).
 std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<const DecodeRequest> requests,
                                           const DecodingOptions& options, std::span<const std::uint64_t> streams,
-                                          DecodeWorkspace& workspace, const TokenCallback& on_token = {});
+                                          DecodeWorkspace& workspace, const TokenCallback& on_token = {},
+                                          const InterruptCheck& interrupt = {});
 
 // Adds one run to decode_totals() (ordo/results.hpp), thread-safe.
 void add_to_decode_totals(const DecodeTotals& run);
@@ -97,8 +99,10 @@ void add_to_decode_totals(const DecodeTotals& run);
 // Decodes many requests, at most `batch_size` at a time, shortest first (similar
 // lengths share a batch, so there is little padding); results in input order. Request i
 // samples from streams[i] (default: i) whichever batch it lands in.
+// `interrupt` runs before each batch and every decoder step (decode_requests).
 std::vector<DecodeResult> decode_many(const Transformer& model, std::span<const DecodeRequest> requests,
                                       const DecodingOptions& options, Index batch_size,
-                                      std::span<const std::uint64_t> streams, DecodeWorkspace& workspace);
+                                      std::span<const std::uint64_t> streams, DecodeWorkspace& workspace,
+                                      const InterruptCheck& interrupt = {});
 
 }  // namespace ordo

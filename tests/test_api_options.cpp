@@ -17,7 +17,8 @@ namespace {
 [[maybe_unused]] constexpr auto kSearchReadsThePublicStruct =
     static_cast<std::vector<ordo::DecodeResult> (*)(const ordo::Transformer&, std::span<const ordo::DecodeRequest>,
                                                     const ordo::DecodingOptions&, std::span<const std::uint64_t>,
-                                                    ordo::DecodeWorkspace&, const ordo::TokenCallback&)>(
+                                                    ordo::DecodeWorkspace&, const ordo::TokenCallback&,
+                                                    const ordo::InterruptCheck&)>(
         &ordo::decode_requests);
 
 TEST(ApiOptions, DefaultsAreTheDocumentedOnes) {

@@ -4,6 +4,7 @@
 // sampling, constraints).
 #include <algorithm>
 
+#include "engine/decode_inputs.h"
 #include "engine/decoding_options.h"
 #include "engine/error.h"
 #include "engine/limits.h"
@@ -85,6 +86,56 @@ std::string continuation_text(const LoadedModel& model, std::span<const int> pro
   return model.detokenize_target(kept);  // the pieces merged across the boundary
 }
 
+// A continuation's text as it grows token by token, for streaming: after each token,
+// the text it adds. A byte piece that begins a character (byte-fallback tokenizers)
+// decodes as U+FFFD until the rest of the character arrives, so a trailing one is held
+// back and comes with the token that completes it.
+class ContinuationStream {
+ public:
+  ContinuationStream(const LoadedModel& model, std::span<const int> prompt) : model_(model), prompt_(prompt) {}
+
+  // The text `token` adds (often one word piece, possibly nothing). `last`: no token
+  // follows, so nothing is held back.
+  std::string add(int token, bool last) {
+    ids_.push_back(token);
+    const std::string decoded = continuation_text(model_, prompt_, ids_);
+    std::string_view text = decoded;
+    if (!last)
+      while (text.ends_with(kReplacementCharacter)) text.remove_suffix(kReplacementCharacter.size());
+    return take(text);
+  }
+
+  // What `text` (the continuation's final text) holds beyond what was reported.
+  std::string rest(std::string_view text) { return take(text); }
+
+ private:
+  // Pieces only ever extend the text: report what is new.
+  std::string take(std::string_view text) {
+    if (text.size() <= shown_.size() || !text.starts_with(shown_)) return "";
+    std::string added(text.substr(shown_.size()));
+    shown_ = text;
+    return added;
+  }
+
+  const LoadedModel& model_;
+  std::span<const int> prompt_;
+  std::vector<int> ids_;
+  std::string shown_;
+};
+
+void check_interrupt(const GeneratorOptions& options) {
+  if (options.interrupt) options.interrupt();
+}
+
+// Throws unless `options` suit `model`: what the constructor and with_options check.
+void check_generator(const Model& model, const GeneratorOptions& options) {
+  const LoadedModel& loaded = detail::loaded(model);
+  options.validate();
+  detail::check_max_input_tokens(options.max_input_tokens, loaded.max_prompt_tokens(), "prompt");
+  if (!loaded.transformer().decoder_only())
+    detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
+}
+
 }  // namespace
 
 std::vector<int> detail::forced_prefix(const Generation& request) { return request.prompt_ids; }
@@ -101,11 +152,14 @@ void GeneratorOptions::validate() const {
 
 Generator::Generator(const Model& model, const GeneratorOptions& options)
     : impl_(std::make_shared<const Impl>(Impl{model, options})) {
-  const LoadedModel& loaded = detail::loaded(model);
-  options.validate();
-  detail::check_max_input_tokens(options.max_input_tokens, loaded.max_prompt_tokens(), "prompt");
-  if (!loaded.transformer().decoder_only())
-    detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
+  check_generator(model, options);
+}
+
+Generator::Generator(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+Generator Generator::with_options(const GeneratorOptions& options) const {
+  check_generator(impl_->model, options);
+  return Generator(std::make_shared<const Impl>(Impl{impl_->model, options, impl_->workspaces}));
 }
 
 std::string Generator::generate(std::string_view prompt, const TextCallback& on_text) const {
@@ -147,34 +201,62 @@ Generation Generator::generate_prepared(Generation request, const TextCallback& 
   const DecodingOptions& decoding = impl_->options.decoding;
   const DecodeRequest decode{request.source_ids, request.prompt_ids};
   WorkspacePool::Lease workspace = impl_->workspaces->borrow();
-  std::vector<int> streamed;
-  std::string shown;
+  ContinuationStream stream(model, request.prompt_ids);
   TokenCallback on_token;
   if (on_text && decoding.beam_size == 1)
-    on_token = [&](std::size_t, int token) {
-      streamed.push_back(token);
-      const std::string decoded = continuation_text(model, request.prompt_ids, streamed);
-      std::string_view text = decoded;
-      // A byte piece that begins a character (byte-fallback tokenizers) decodes as
-      // U+FFFD until the rest of the character arrives: hold a trailing one back.
-      while (text.ends_with(kReplacementCharacter)) text.remove_suffix(kReplacementCharacter.size());
-      // Pieces only ever extend the text; print what is new.
-      if (text.size() > shown.size() && text.starts_with(shown)) {
-        on_text(text.substr(shown.size()));
-        shown = text;
-      }
+    on_token = [&](std::size_t, int token, float) {
+      const std::string added = stream.add(token, false);
+      if (!added.empty()) on_text(added);
     };
-  DecodeResult result = std::move(
-      decode_requests(model.transformer(), std::span(&decode, 1), decoding, std::span(&index, 1), *workspace, on_token)
-          .front());
+  DecodeResult result = std::move(decode_requests(model.transformer(), std::span(&decode, 1), decoding,
+                                                  std::span(&index, 1), *workspace, on_token, impl_->options.interrupt)
+                                      .front());
   if (!result.ok()) throw Error(result.error);
   for (Hypothesis& h : result.hypotheses) h.text = continuation_text(model, request.prompt_ids, h.ids);
   request.hypotheses = std::move(result.hypotheses);
   if (on_text && decoding.beam_size > 1) on_text(request.best().text);
   // What was held back (a character that never completed) is part of the text too.
   if (on_text && decoding.beam_size == 1) {
-    const std::string& text = request.best().text;
-    if (text.size() > shown.size() && text.starts_with(shown)) on_text(std::string_view(text).substr(shown.size()));
+    const std::string rest = stream.rest(request.best().text);
+    if (!rest.empty()) on_text(rest);
+  }
+  return request;
+}
+
+Generation Generator::generate_streamed(Generation request, const OnToken& on_token, std::uint64_t index) const {
+  if (!request.ok()) throw Error(request.error);
+  const LoadedModel& model = detail::loaded(impl_->model);
+  const Transformer& transformer = model.transformer();
+  const DecodingOptions& decoding = impl_->options.decoding;
+  const DecodeRequest decode{request.source_ids, request.prompt_ids};
+  ContinuationStream stream(model, request.prompt_ids);
+  const auto report = [&](int token, float logprob, bool last) {
+    const bool eos = transformer.tokens.is_eos(token);
+    on_token(GeneratedToken{token, logprob, stream.add(token, last || eos), eos});
+  };
+  // With one beam each token is final when chosen; the last is eos or the
+  // max_length-th, as the search counts them, and that one holds nothing back.
+  TokenCallback on_chosen;
+  Index length = 0, chosen = 0;
+  if (decoding.beam_size == 1) {
+    length = resolve_max_length(decoding, transformer.decoder, static_cast<Index>(decode.source.size()),
+                                decoder_input_length(transformer, decode));
+    on_chosen = [&](std::size_t, int token, float logprob) { report(token, logprob, ++chosen == length); };
+  }
+  DecodeResult result;
+  {
+    WorkspacePool::Lease workspace = impl_->workspaces->borrow();
+    result = std::move(decode_requests(transformer, std::span(&decode, 1), decoding, std::span(&index, 1), *workspace,
+                                       on_chosen, impl_->options.interrupt)
+                           .front());
+  }
+  if (!result.ok()) throw Error(result.error);
+  for (Hypothesis& h : result.hypotheses) h.text = continuation_text(model, request.prompt_ids, h.ids);
+  request.hypotheses = std::move(result.hypotheses);
+  if (decoding.beam_size > 1) {
+    const Hypothesis& best = request.best();
+    for (std::size_t t = 0; t < best.ids.size(); ++t)
+      report(best.ids[t], best.token_logprobs[t], t + 1 == best.ids.size());
   }
   return request;
 }
@@ -190,8 +272,10 @@ std::vector<Generation> Generator::generate_batch(std::span<const std::string> p
   check_sources(detail::loaded(impl_->model).transformer(), prompts.size(), sources.size());
   std::vector<Generation> requests;
   requests.reserve(prompts.size());
-  for (std::size_t i = 0; i < prompts.size(); ++i)
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    check_interrupt(impl_->options);
     requests.push_back(prepare(prompts[i], sources.empty() ? std::string_view() : std::string_view(sources[i])));
+  }
   return detail::decode_open(*impl_, std::move(requests), first_index);
 }
 
@@ -241,6 +325,7 @@ std::vector<Score> Generator::score_ids_batch(std::span<const std::vector<int>> 
   WorkspacePool::Lease workspace = impl_->workspaces->borrow();
   const auto batch = static_cast<std::size_t>(impl_->options.batch_size);
   for (std::size_t first = 0; first < sequences.size(); first += batch) {
+    check_interrupt(impl_->options);
     const std::size_t count = std::min(batch, sequences.size() - first);
     for (Score& scored : score_batch(transformer, {}, sequences.subspan(first, count), *workspace))
       results.push_back(std::move(scored));

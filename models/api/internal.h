@@ -82,7 +82,7 @@ std::vector<Request> decode_open(const Impl& impl, std::vector<Request> requests
   if (decode.empty()) return requests;
   WorkspacePool::Lease workspace = impl.workspaces->borrow();
   std::vector<DecodeResult> decoded = decode_many(model.transformer(), decode, impl.options.decoding,
-                                                  impl.options.batch_size, streams, *workspace);
+                                                  impl.options.batch_size, streams, *workspace, impl.options.interrupt);
   for (std::size_t k = 0; k < open.size(); ++k) {
     Request& r = requests[open[k]];
     DecodeResult& d = decoded[k];

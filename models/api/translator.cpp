@@ -19,6 +19,21 @@ LoadedModel::InputLimit input_limit(const Translator::Impl& impl) {
   return {impl.options.max_input_tokens, impl.options.truncate};
 }
 
+// Throws unless `options` suit `model`: what the constructor and with_options check.
+void check_translator(const Model& model, const TranslatorOptions& options) {
+  const LoadedModel& loaded = detail::loaded(model);
+  if (loaded.transformer().decoder_only())
+    throw Error(loaded.directory().string(),
+                "is a decoder-only model: it continues text rather than translating it",
+                "use ordo generate (ordo::Generator)");
+  options.validate();
+  detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
+}
+
+void check_interrupt(const TranslatorOptions& options) {
+  if (options.interrupt) options.interrupt();
+}
+
 }  // namespace
 
 std::vector<int> detail::forced_prefix(const Translation&) { return {}; }
@@ -35,13 +50,14 @@ void TranslatorOptions::validate() const {
 
 Translator::Translator(const Model& model, const TranslatorOptions& options)
     : impl_(std::make_shared<const Impl>(Impl{model, options})) {
-  const LoadedModel& loaded = detail::loaded(model);
-  if (loaded.transformer().decoder_only())
-    throw Error(loaded.directory().string(),
-                "is a decoder-only model: it continues text rather than translating it",
-                "use ordo generate (ordo::Generator)");
-  options.validate();
-  detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
+  check_translator(model, options);
+}
+
+Translator::Translator(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+Translator Translator::with_options(const TranslatorOptions& options) const {
+  check_translator(impl_->model, options);
+  return Translator(std::make_shared<const Impl>(Impl{impl_->model, options, impl_->workspaces}));
 }
 
 std::string Translator::translate(std::string_view text) const { return translate_detailed(text).best().text; }
@@ -59,6 +75,7 @@ std::vector<Translation> Translator::translate_batch(std::span<const std::string
   const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Translation> requests(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
+    check_interrupt(impl_->options);
     Translation& r = requests[i];
     r.source = lines[i];
     if (is_blank(r.source)) {  // nothing to translate: an empty translation, not an error
@@ -94,24 +111,41 @@ std::vector<Translation> Translator::translate_ids_batch(std::span<const std::ve
 }
 
 Score Translator::score(std::string_view source, std::string_view target) const {
-  const LoadedModel& model = detail::loaded(impl_->model);
-  // Errors name the side at fault: "target: input text: is empty ...".
-  const auto tokenized = [](const char* side, auto&& tokenize) {
-    try {
-      return tokenize();
-    } catch (const Error& e) {
-      throw Error(side, e.what());
-    }
-  };
-  const LoadedModel::TokenizedInput cut =
-      tokenized("source", [&] { return model.tokenize_source(source, input_limit(*impl_)); });
-  const std::vector<std::vector<int>> sources{cut.ids};
-  const std::vector<std::vector<int>> targets{
-      tokenized("target", [&] { return model.tokenize_target(target, impl_->options.max_input_tokens); })};
-  Score result = std::move(score_ids_batch(sources, targets).front());
+  const std::vector<std::string> sources{std::string(source)}, targets{std::string(target)};
+  Score result = std::move(score_batch(sources, targets).front());
   if (!result.ok()) throw Error(result.error);
-  result.truncated = cut.truncated;
   return result;
+}
+
+std::vector<Score> Translator::score_batch(std::span<const std::string> sources,
+                                           std::span<const std::string> targets) const {
+  if (sources.size() != targets.size())
+    throw Error("score", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
+  const LoadedModel& model = detail::loaded(impl_->model);
+  std::vector<Score> results(sources.size());
+  // The pairs that tokenize, in ids, and where each one's score goes.
+  std::vector<std::vector<int>> source_ids, target_ids;
+  std::vector<std::size_t> origin;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    check_interrupt(impl_->options);
+    const char* side = "source";  // errors name the side at fault: "target: input text: is empty ..."
+    try {
+      LoadedModel::TokenizedInput cut = model.tokenize_source(sources[i], input_limit(*impl_));
+      side = "target";
+      target_ids.push_back(model.tokenize_target(targets[i], impl_->options.max_input_tokens));
+      source_ids.push_back(std::move(cut.ids));
+      results[i].truncated = cut.truncated;
+      origin.push_back(i);
+    } catch (const Error& e) {
+      results[i].error = Error(side, e.what()).what();
+    }
+  }
+  std::vector<Score> scored = score_ids_batch(source_ids, target_ids);
+  for (std::size_t k = 0; k < origin.size(); ++k) {
+    scored[k].truncated = results[origin[k]].truncated;
+    results[origin[k]] = std::move(scored[k]);
+  }
+  return results;
 }
 
 std::vector<Score> Translator::score_ids_batch(std::span<const std::vector<int>> sources,
@@ -124,9 +158,10 @@ std::vector<Score> Translator::score_ids_batch(std::span<const std::vector<int>>
   const auto batch = static_cast<std::size_t>(impl_->options.batch_size);
   WorkspacePool::Lease workspace = impl_->workspaces->borrow();
   for (std::size_t first = 0; first < sources.size(); first += batch) {
+    check_interrupt(impl_->options);
     const std::size_t count = std::min(batch, sources.size() - first);
     for (Score& scored :
-         score_batch(transformer, sources.subspan(first, count), targets.subspan(first, count), *workspace))
+         ordo::score_batch(transformer, sources.subspan(first, count), targets.subspan(first, count), *workspace))
       results.push_back(std::move(scored));
   }
   return results;

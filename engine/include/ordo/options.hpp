@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "ordo/export.hpp"
 
@@ -28,6 +29,15 @@ inline constexpr std::int64_t kAutomaticGenerationLength = 128;
 // far beyond what memory holds for any real model, but a bound, so that a hostile value
 // is refused by name before it sizes anything.
 inline constexpr std::int64_t kMaxBatchSize = 65536;
+
+// A check a Translator or Generator call runs on the thread that made it: before each
+// text it tokenizes, each batch it decodes or scores, and every decoder step. To stop
+// the call (Ctrl-C, a request its client gave up on), throw from it: the exception
+// leaves the call, which returns nothing, and the Translator or Generator stays usable
+// for the next one. Empty: no check. It runs once per decoder step (milliseconds apart,
+// or less for a small model), so keep it cheap. TranslatorOptions::interrupt and
+// GeneratorOptions::interrupt hold one.
+using InterruptCheck = std::function<void()>;
 
 struct DecodingOptions {
   // Hypotheses kept per input at every step. 1 is greedy search.

@@ -34,6 +34,15 @@ struct ORDO_API Translation {
   const Hypothesis& best() const;
 };
 
+// One token of a continuation as Generator::generate_streamed reports it.
+struct GeneratedToken {
+  int id = 0;            // the token id
+  float logprob = 0.0f;  // log p(id | prompt, the tokens before), as in Hypothesis::token_logprobs
+  std::string text;      // what it adds to the continuation's text: empty for eos, and for a byte
+                         // piece that begins a character (the token that completes it carries it)
+  bool eos = false;      // an end-of-sequence token: the last of a finished continuation
+};
+
 // One prompt's continuations, or why it failed.
 struct ORDO_API Generation {
   std::string prompt;                   // the prompt text

@@ -39,6 +39,10 @@ struct GeneratorOptions {
   // prompt also leaves the positions that decoding.max_length new tokens need (128 when
   // 0), when the model has that many. Never applied to a text to score.
   bool truncate = false;
+  // Runs on the calling thread before each text is tokenized, each batch and every
+  // decoder step of a call (see InterruptCheck, ordo/options.hpp): throw from it to stop
+  // the call. Empty: never stopped.
+  InterruptCheck interrupt;
 
   // Throws ordo::OptionError naming the first bad field.
   ORDO_API void validate() const;
@@ -51,9 +55,15 @@ class ORDO_API Generator {
  public:
   // Receives each piece of generated text as soon as its token is final.
   using TextCallback = std::function<void(std::string_view)>;
+  // Receives each generated token with its text (GeneratedToken, ordo/results.hpp).
+  using OnToken = std::function<void(const GeneratedToken&)>;
 
   // Throws ordo::OptionError naming the first bad field of `options`.
   explicit Generator(const Model& model, const GeneratorOptions& options = {});
+
+  // A generator of the same model with other options, sharing this one's decoding
+  // buffers: as cheap as a copy. Throws as the constructor does.
+  Generator with_options(const GeneratorOptions& options) const;
 
   // The continuation of `prompt` (without the prompt). With beam_size 1, `on_text` (if
   // given) receives it token by token as it is generated. Throws ordo::Error when the
@@ -86,6 +96,14 @@ class ORDO_API Generator {
   // samples from (seed, first_index + i). A request that has an error, or hypotheses
   // already, is passed through as it is: a program answering a stream of lines gives a
   // blank line an empty hypothesis this way, and every other line keeps its index.
+  // The same, token by token: `on_token` receives each token of the best continuation
+  // in order, its id, log-probability and the text it adds, eos included (with empty
+  // text). With beam_size 1 each token comes as soon as it is chosen; with wider beams
+  // no token is final before the search ends, so they all come then. The texts of the
+  // tokens, joined, are the best hypothesis's text. What on_token throws leaves the
+  // call. Throws ordo::Error as generate_prepared does.
+  Generation generate_streamed(Generation prepared, const OnToken& on_token, std::uint64_t index = 0) const;
+
   std::vector<Generation> generate_prepared_batch(std::vector<Generation> requests,
                                                   std::uint64_t first_index = 0) const;
 
@@ -125,6 +143,8 @@ class ORDO_API Generator {
   struct Impl;  // the model, the options and the buffers' pool; opaque to programs
 
  private:
+  explicit Generator(std::shared_ptr<const Impl> impl);
+
   std::shared_ptr<const Impl> impl_;
 };
 

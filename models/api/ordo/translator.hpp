@@ -35,6 +35,10 @@ struct TranslatorOptions {
   // it; Translation::truncated says so. Never applied to a target to score: a cut
   // target would be scored as another text.
   bool truncate = false;
+  // Runs on the calling thread before each text is tokenized, each batch and every
+  // decoder step of a call (see InterruptCheck, ordo/options.hpp): throw from it to stop
+  // the call. Empty: never stopped.
+  InterruptCheck interrupt;
 
   // Throws ordo::OptionError naming the first bad field ("batch_size", "beam_size", ...).
   ORDO_API void validate() const;
@@ -49,6 +53,11 @@ class ORDO_API Translator {
   // beyond what the model reads, say), and ordo::Error for a decoder-only model (use a
   // Generator).
   explicit Translator(const Model& model, const TranslatorOptions& options = {});
+
+  // A translator of the same model with other options, sharing this one's decoding
+  // buffers: as cheap as a copy, for a program whose options change from call to call
+  // (a server, the Python bindings). Throws as the constructor does.
+  Translator with_options(const TranslatorOptions& options) const;
 
   // The best translation of one sentence. Throws ordo::Error when it cannot be
   // translated (blank, not printable UTF-8, beyond max_input_tokens, no tokenizer).
@@ -76,6 +85,11 @@ class ORDO_API Translator {
   // names the side ("target: ..."). max_input_tokens bounds both; truncate cuts only the
   // source.
   Score score(std::string_view source, std::string_view target) const;
+
+  // The same for many pairs, sources[i] -> targets[i], scored in batches of batch_size;
+  // a pair that cannot be scored has its error set (naming the side, as score() does)
+  // and does not stop the others. Throws ordo::Error when the two lists differ in length.
+  std::vector<Score> score_batch(std::span<const std::string> sources, std::span<const std::string> targets) const;
 
   // The same for ids, used as given (targets should end with eos), pair i being
   // sources[i] -> targets[i]; per-pair errors in Score::error. Throws ordo::Error when
@@ -106,6 +120,8 @@ class ORDO_API Translator {
   struct Impl;  // the model, the options and the buffers' pool; opaque to programs
 
  private:
+  explicit Translator(std::shared_ptr<const Impl> impl);
+
   std::shared_ptr<const Impl> impl_;
 };
 
