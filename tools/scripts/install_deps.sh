@@ -9,9 +9,10 @@
 set -euo pipefail
 
 # libpng, FreeType, fontconfig and a font: the pictures of ordo viz (tools/viz/font.h).
+# cpp-httplib: ordo serve's HTTP server (and its tests' client).
 packages=(build-essential cmake pkg-config libopenblas-dev libsentencepiece-dev sentencepiece
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-          libpng-dev libfreetype-dev libfontconfig-dev fonts-dejavu-core)
+          libpng-dev libfreetype-dev libfontconfig-dev fonts-dejavu-core libcpp-httplib-dev)
 for flag in "$@"; do
   case "$flag" in
     # tmux: the progress bar's test reads a real terminal's screen.
