@@ -10,6 +10,7 @@
 // exits 0.
 #include <httplib.h>
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -104,6 +105,9 @@ void run_serve(const ServeOptions& options) {
   std::cout << "ordo serve: listening on http://" << options.host << ":" << port << " (loading "
             << specs.size() << (specs.size() == 1 ? " model)" : " models)") << std::endl;
   std::thread http([&server] { server.listen_after_bind(); });
+  // stop() does nothing before listening has begun: a model that fails to load must not
+  // leave the listener running behind it.
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
   // /health answers 503 while the models load.
   try {
