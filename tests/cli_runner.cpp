@@ -130,6 +130,33 @@ long Running::peak_rss_kb() const {
   return kb;
 }
 
+void Running::signal(int signal) {
+  if (pid_ > 0 && !exited_) ::kill(pid_, signal);
+}
+
+std::optional<int> Running::wait_for(double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    ::usleep(20000);
+  }
+  return exit_code_;
+}
+
+std::string Running::read_line(double seconds) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{from_, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char c;
+    if (::read(from_, &c, 1) != 1) break;
+    if (c == '\n') return line;
+    line += c;
+  }
+  return line;
+}
+
 int Running::wait() {
   if (!exited_) {
     int status = 0;

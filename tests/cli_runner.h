@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ class Running {
   bool running();
   // Waits for the end; the exit code (-1: killed by a signal).
   int wait();
+  // Sends `signal` (SIGTERM, say) to ordo.
+  void signal(int signal);
+  // Waits at most `seconds` for the end: its exit code, or nullopt if it still runs.
+  std::optional<int> wait_for(double seconds);
+  // Reads one line of stdout (without its newline), waiting at most `seconds`; what
+  // arrived so far when the time runs out or stdout closes.
+  std::string read_line(double seconds);
   // After the end of a run made with Measure::PeakMemory: ordo's own peak resident set in
   // KB. (Spawned directly, ordo's ru_maxrss would include the test binary's peak: see
   // tests/peak_rss_launcher.cpp.)

@@ -17,5 +17,6 @@ void setup_viz(CLI::App& app);  // viz pe, viz attention
 void setup_models(CLI::App& app);
 void setup_tokenize(CLI::App& app);
 void setup_detokenize(CLI::App& app);
+void setup_serve(CLI::App& app);
 
 }  // namespace ordo::tools
