@@ -31,6 +31,7 @@
 #include "engine/error.h"
 #include "engine/limits.h"
 #include "models/loaded_model.h"
+#include "models/rope_scaling_config.h"
 #include "tools/cli/bench/costs.h"
 #include "tools/cli/bench/options.h"
 #include "tools/cli/bench/probes.h"
@@ -49,6 +50,15 @@ namespace {
 namespace fs = std::filesystem;
 using namespace bench;
 
+// --rope-scaling as a change to the config (none when not given).
+LoadedModel::ConfigAdjustment rope_scaling_adjustment(const std::string& text) {
+  if (text.empty()) return {};
+  const RopeScalingOverride scaling = RopeScalingOverride::parse(text);
+  bool known = false;
+  const RopeScalingType type = rope_scaling_type_of(scaling.type, known);
+  return [type, factor = scaling.factor](ModelConfig& config) { override_rope_scaling(config, type, factor); };
+}
+
 // Loads the model warmup + repeats times, timing each (directory open to ready) into
 // `load_s`; returns the last. Load warnings are printed once.
 std::shared_ptr<const LoadedModel> timed_loads(const fs::path& dir, const BenchOptions& options, std::vector<double>& load_s) {
@@ -56,7 +66,8 @@ std::shared_ptr<const LoadedModel> timed_loads(const fs::path& dir, const BenchO
   for (int i = 0; i < options.runs(); ++i) {
     model.reset();  // one model at a time: the peak RSS is one model's
     const auto start = Clock::now();
-    model = LoadedModel::load(dir, i == 0 ? LoadedModel::WarningHandler(LoadedModel::print_warning) : [](const std::string&) {});
+    model = LoadedModel::load(dir, i == 0 ? LoadedModel::WarningHandler(LoadedModel::print_warning) : [](const std::string&) {},
+                              rope_scaling_adjustment(options.rope_scaling));
     if (i >= options.warmup) load_s.push_back(seconds_since(start));
   }
   return model;
@@ -154,6 +165,7 @@ void setup_bench(CLI::App& app) {
                                  "Model directory to measure, or a shipped model's name")
                     ->transform(shipped_model_transform())
                     ->type_name("DIR");
+  add_rope_scaling_option(*command, options->rope_scaling);
   auto* shape = command->add_option("--shape", options->shape, shape_help())
                     ->check(CLI::Validator(
                         [](const std::string& s) {

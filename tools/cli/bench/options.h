@@ -12,6 +12,7 @@ namespace ordo::tools::bench {
 
 struct BenchOptions {
   std::string model_dir;
+  std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
   std::string shape;
   Index batch = 1;
   Index src_len = 32;
