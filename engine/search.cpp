@@ -138,21 +138,7 @@ class BatchSearch {
         advance(source, first, last, step);
         first = last;
       }
-      // The histories follow their parents, then the decoder state does.
-      for (std::size_t i = 0; i < buffers_.parents.size(); ++i) {
-        const Index parent = buffers_.parents[i];
-        const auto context = context_ids(parent, step);
-        const auto to = static_cast<std::ptrdiff_t>(i) * width_;
-        std::copy(context.begin(), context.end(), buffers_.next_ids.begin() + to);
-        buffers_.next_ids[static_cast<std::size_t>(to) + context.size()] = buffers_.next_tokens[i];
-        const auto lps = generated_logprobs(parent, step);
-        std::copy(lps.begin(), lps.end(), buffers_.next_logprobs.begin() + to);
-        buffers_.next_logprobs[static_cast<std::size_t>(to + step)] = buffers_.next_logprob[i];
-      }
-      buffers_.ids.swap(buffers_.next_ids);
-      buffers_.logprobs.swap(buffers_.next_logprobs);
-      buffers_.scores.swap(buffers_.next_scores);
-      buffers_.state.reorder(buffers_.parents);
+      follow_parents(step);
     }
     for (std::size_t b = 0; b < results_.size(); ++b) {
       DecodeResult& result = results_[b];
@@ -200,6 +186,27 @@ class BatchSearch {
     buffers_.next_tokens.push_back(token);
     buffers_.next_logprob.push_back(logprob);
     buffers_.next_scores.push_back(total);
+  }
+
+  // The kept candidates become the live set: new sequence i continues parents[i] with
+  // its chosen token. Everything a sequence has moves with it in this one place: its
+  // history row (ids and log-probs, the new token appended), its score, and its decoder
+  // state (KV caches, steps, source; DecoderState::reorder).
+  void follow_parents(Index step) {
+    for (std::size_t i = 0; i < buffers_.parents.size(); ++i) {
+      const Index parent = buffers_.parents[i];
+      const auto context = context_ids(parent, step);
+      const auto to = static_cast<std::ptrdiff_t>(i) * width_;
+      std::copy(context.begin(), context.end(), buffers_.next_ids.begin() + to);
+      buffers_.next_ids[static_cast<std::size_t>(to) + context.size()] = buffers_.next_tokens[i];
+      const auto lps = generated_logprobs(parent, step);
+      std::copy(lps.begin(), lps.end(), buffers_.next_logprobs.begin() + to);
+      buffers_.next_logprobs[static_cast<std::size_t>(to + step)] = buffers_.next_logprob[i];
+    }
+    buffers_.ids.swap(buffers_.next_ids);
+    buffers_.logprobs.swap(buffers_.next_logprobs);
+    buffers_.scores.swap(buffers_.next_scores);
+    buffers_.state.reorder(buffers_.parents);
   }
 
   // One step of request `source`, whose live sequences are [first, last).

@@ -173,4 +173,13 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
                      std::move(tokens)};
 }
 
+StackPositions stack_positions(const ModelConfig& config, const WeightStore& weights, Stack stack) {
+  const Binder bind(config, weights);
+  const bool encoder = stack == Stack::Encoder;
+  const Index heads = encoder ? config.encoder_attention_heads : config.decoder_attention_heads;
+  const Index head_dim = encoder ? config.encoder_head_dim() : config.decoder_head_dim;
+  const auto attention = bind.self_attention_positions(stack, heads, head_dim);
+  return {bind.positions(stack), attention.rotary, attention.bias, heads, head_dim};
+}
+
 }  // namespace ordo

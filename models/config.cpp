@@ -208,6 +208,9 @@ std::string_view position_encoding_name(PositionEncoding encoding) {
   return name_of(kPositionEncodings, encoding);
 }
 
+std::string_view sinusoidal_layout_name(SinusoidalLayout layout) { return name_of(kSinusoidalLayouts, layout); }
+std::string_view rope_layout_name(RopeLayout layout) { return name_of(kRopeLayouts, layout); }
+
 template <class E, std::size_t N>
 std::vector<std::string_view> names_of(const EnumName<E> (&table)[N]) {
   std::vector<std::string_view> names;
@@ -284,12 +287,12 @@ nlohmann::json ModelConfig::to_json() const {
   j["layernorm_embedding"] = layernorm_embedding;
   j["max_position_embeddings"] = max_position_embeddings;
   j["position_encoding"] = std::string(position_encoding_name(position_encoding));
-  j["sinusoidal_layout"] = std::string(name_of(kSinusoidalLayouts, sinusoidal_layout));
+  j["sinusoidal_layout"] = std::string(sinusoidal_layout_name(sinusoidal_layout));
   j["sinusoidal_frequencies"] =
       std::string(name_of(kSinusoidalFrequencies, sinusoidal_frequencies));
   j["position_offset"] = position_offset;
   j["rope_theta"] = rope_theta;
-  j["rope_layout"] = std::string(name_of(kRopeLayouts, rope_layout));
+  j["rope_layout"] = std::string(rope_layout_name(rope_layout));
   j["rope_scaling"] = rope_scaling_json(rope_scaling);
   j["relative_attention_num_buckets"] = relative_attention_num_buckets;
   j["relative_attention_max_distance"] = relative_attention_max_distance;

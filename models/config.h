@@ -30,6 +30,8 @@ namespace ordo {
 enum class PositionEncoding { Sinusoidal, Learned, Rope, None, Alibi, T5Relative };
 
 std::string_view position_encoding_name(PositionEncoding encoding);
+std::string_view sinusoidal_layout_name(SinusoidalLayout layout);
+std::string_view rope_layout_name(RopeLayout layout);
 
 // The names config.json accepts, in the order of the one table the config reads (what
 // tests iterate, so a new scheme or layout is covered the day it is added).

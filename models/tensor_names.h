@@ -16,10 +16,9 @@
 
 #include "engine/tensor.h"
 #include "models/config.h"
+#include "ordo/positions.hpp"  // Stack
 
 namespace ordo {
-
-enum class Stack { Encoder, Decoder };
 
 enum class Role {
   // Once per stack.

@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,7 +53,7 @@ CommandResult run_ordo(const std::string& arguments, const std::string& stdin_te
   return result;
 }
 
-Running::Running(const std::vector<std::string>& arguments) {
+Running::Running(const std::vector<std::string>& arguments, Measure measure) {
   int in[2], out[2];
   if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe failed");
   posix_spawn_file_actions_t actions;
@@ -62,10 +61,17 @@ Running::Running(const std::vector<std::string>& arguments) {
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   for (int fd : {in[0], in[1], out[0], out[1]}) posix_spawn_file_actions_addclose(&actions, fd);
-  std::vector<char*> argv{const_cast<char*>(ORDO_CLI)};
+  std::vector<char*> argv;
+  std::string peak_file;
+  if (measure == Measure::PeakMemory) {
+    peak_file_ = temp_dir("peak_rss") / "peak_kb";
+    peak_file = peak_file_.string();
+    argv = {const_cast<char*>(ORDO_PEAK_RSS_LAUNCHER), peak_file.data()};
+  }
+  argv.push_back(const_cast<char*>(ORDO_CLI));
   for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  if (posix_spawn(&pid_, ORDO_CLI, &actions, nullptr, argv.data(), environ) != 0)
+  if (posix_spawn(&pid_, argv.front(), &actions, nullptr, argv.data(), environ) != 0)
     throw std::runtime_error("cannot start ordo");
   posix_spawn_file_actions_destroy(&actions);
   ::close(in[0]);
@@ -109,23 +115,27 @@ std::string Running::read_some(std::size_t count, double seconds) {
 bool Running::running() {
   if (exited_) return false;
   int status = 0;
-  rusage usage{};
-  if (::wait4(pid_, &status, WNOHANG, &usage) == pid_) {
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
     exited_ = true;
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    peak_rss_kb_ = usage.ru_maxrss;
   }
   return !exited_;
+}
+
+long Running::peak_rss_kb() const {
+  if (peak_file_.empty()) throw std::logic_error("peak_rss_kb() needs Running(..., Measure::PeakMemory)");
+  if (!exited_) throw std::logic_error("peak_rss_kb() before the run ended");
+  long kb = -1;
+  std::ifstream(peak_file_) >> kb;
+  return kb;
 }
 
 int Running::wait() {
   if (!exited_) {
     int status = 0;
-    rusage usage{};
-    ::wait4(pid_, &status, 0, &usage);
+    ::waitpid(pid_, &status, 0);
     exited_ = true;
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    peak_rss_kb_ = usage.ru_maxrss;
   }
   return exit_code_;
 }

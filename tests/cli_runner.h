@@ -1,6 +1,7 @@
 // Runs the real `ordo` binary (built alongside the tests) and captures what it prints.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,10 @@ std::string shell_quote(const std::string& text);
 // (stderr is the test's own). The destructor kills it if it still runs.
 class Running {
  public:
-  explicit Running(const std::vector<std::string>& arguments);
+  // What a run measures besides its output: with PeakMemory, ordo runs under
+  // tests/peak_rss_launcher.cpp, so that peak_rss_kb() is ordo's own.
+  enum class Measure { Nothing, PeakMemory };
+  explicit Running(const std::vector<std::string>& arguments, Measure measure = Measure::Nothing);
   ~Running();
   Running(const Running&) = delete;
   Running& operator=(const Running&) = delete;
@@ -37,16 +41,17 @@ class Running {
   bool running();
   // Waits for the end; the exit code (-1: killed by a signal).
   int wait();
-  // After the end: ordo's own peak resident set in KB (posix_spawn shares no pages with
-  // the test, so unlike RUSAGE_CHILDREN after std::system nothing of the test counts).
-  long peak_rss_kb() const { return peak_rss_kb_; }
+  // After the end of a run made with Measure::PeakMemory: ordo's own peak resident set in
+  // KB. (Spawned directly, ordo's ru_maxrss would include the test binary's peak: see
+  // tests/peak_rss_launcher.cpp.)
+  long peak_rss_kb() const;
 
  private:
   pid_t pid_ = -1;
   int to_ = -1, from_ = -1;
   bool exited_ = false;
   int exit_code_ = -1;
-  long peak_rss_kb_ = 0;
+  std::filesystem::path peak_file_;  // where the launcher writes the peak (PeakMemory)
 };
 
 }  // namespace ordo::testing_support

@@ -211,4 +211,29 @@ TEST(Api, PublicHeadersIncludeOnlyOrdoAndTheStandardLibrary) {
   EXPECT_GE(headers, 8);
 }
 
+// The CLI and its pictures are written against the public API, as a program embedding
+// ordo is (STYLE.md 15): no file of tools/cli/ or tools/viz/ includes anything of
+// engine/ or models/ but the public headers (<ordo/...>).
+TEST(Api, TheCommandLineUsesOnlyThePublicApi) {
+  const fs::path root(ORDO_SOURCE_DIR);
+  const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  int files = 0;
+  for (const fs::path& dir : {root / "tools" / "cli", root / "tools" / "viz"})
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      const std::string extension = entry.path().extension().string();
+      if (extension != ".cpp" && extension != ".h") continue;
+      ++files;
+      std::ifstream in(entry.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        std::smatch m;
+        if (!std::regex_search(line, m, include)) continue;
+        const std::string name = m[1];
+        EXPECT_FALSE(name.starts_with("engine/") || name.starts_with("models/"))
+            << fs::relative(entry.path(), root) << " includes " << name << ": add what it needs to the public API";
+      }
+    }
+  EXPECT_GE(files, 40);
+}
+
 }  // namespace

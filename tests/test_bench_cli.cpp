@@ -209,8 +209,8 @@ using tools::bench::BenchShape;
 TEST(BenchShapes, ListingDescribesTheModelBuilt) {
   for (const BenchShape& shape : tools::bench::bench_shapes()) {
     Index elements = 0;
-    for (const TensorSpec& spec : tools::bench::random_model_tensors(tools::bench::model_config(shape)))
-      elements += element_count(spec.shape);
+    for (const TensorSpec& spec : expected_tensors(ModelConfig::from_json(shape.config, shape.name)))
+      if (spec.required) elements += element_count(spec.shape);
     const json listed = tools::bench::describe_shape(shape);
     EXPECT_EQ(listed["parameters"].get<Index>(), elements) << shape.name;
     EXPECT_EQ(listed["config"], shape.config) << shape.name;
@@ -257,7 +257,8 @@ TEST(BenchRandomModel, IsTheRuleInEveryTensorAndLoads) {
   const BenchShape tiny{"tiny", "a test's", testing_support::tiny_config()};
   tools::bench::write_random_model(dir, tiny);
   const SafetensorsFile file = SafetensorsFile::open(dir / "model.safetensors");
-  const auto specs = tools::bench::random_model_tensors(tools::bench::model_config(tiny));
+  std::vector<TensorSpec> specs = expected_tensors(ModelConfig::from_json(tiny.config, "tiny"));
+  std::erase_if(specs, [](const TensorSpec& spec) { return !spec.required; });
   ASSERT_EQ(file.tensors().size(), specs.size());
   for (const TensorSpec& spec : specs) {
     const TensorInfo* info = file.find(spec.name);
@@ -274,9 +275,7 @@ TEST(BenchRandomModel, IsTheRuleInEveryTensorAndLoads) {
 
   const std::size_t count = (std::size_t{1} << 21) + 3;  // three chunks, the last of 3 values
   const fs::path big = dir / "big.safetensors";
-  write_generated_safetensors_f32(big, {{"w", {static_cast<Index>(count)}, [](std::uint64_t first, std::span<float> out) {
-                                           tools::bench::random_weights("w", first, out);
-                                         }}});
+  ordo::write_safetensors(big, {{"w", {static_cast<std::int64_t>(count)}}}, tools::bench::random_weights);
   const SafetensorsFile read = SafetensorsFile::open(big);
   std::vector<float> storage;
   const TensorView view = read.as_float32(read.tensors().front(), storage);

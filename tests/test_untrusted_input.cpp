@@ -395,7 +395,7 @@ TEST(UntrustedInput, TenMegabyteLinesStayCheap) {
   EXPECT_EQ(r.out, "Katzen jagen Hunde\n\nHunde jagen Katzen\n");
   EXPECT_TRUE(contains(r.err, "stdin line 2: input text: has more than 4096 tokens")) << r.err;
 
-  testing_support::Running measured({"translate"});
+  testing_support::Running measured({"translate"}, testing_support::Running::Measure::PeakMemory);
   measured.write("cats chase dogs\n" + huge + "\ndogs chase cats\n");
   measured.close_input();
   EXPECT_EQ(measured.read_some(r.out.size(), 120), r.out);
@@ -406,8 +406,8 @@ TEST(UntrustedInput, TenMegabyteLinesStayCheap) {
 // A line longer than 16 MiB (LineReader::kMaxLineBytes) is an error for its line, and
 // its bytes are skipped as they are read, never held: `--input /dev/zero` used to grow
 // to 2.1 GB before failing. The stream goes on. Oracle for "not held": ordo's own peak
-// RSS (Running: posix_spawn and wait4) stays well below the 128 MiB line's size (about
-// 50 MB: 16 MiB of it held until the limit is seen).
+// RSS (ru_maxrss, through tests/peak_rss_launcher.cpp) stays well below the 128 MiB
+// line's size (about 50 MB: 16 MiB of it held until the limit is seen).
 TEST(UntrustedInput, ALineBeyondTheByteLimitIsSkippedNotHeld) {
   const auto dir = testing_support::temp_dir("long_line");
   const auto input = dir / "input.txt";
@@ -437,7 +437,7 @@ TEST(UntrustedInput, ALineBeyondTheByteLimitIsSkippedNotHeld) {
 
     std::vector<std::string> arguments = command;
     arguments.insert(arguments.end(), {"--input", input.string()});
-    testing_support::Running measured(arguments);
+    testing_support::Running measured(arguments, testing_support::Running::Measure::PeakMemory);
     measured.close_input();
     EXPECT_EQ(measured.read_some(1 << 20, 120).size(), r.out.size());
     EXPECT_EQ(measured.wait(), 1);

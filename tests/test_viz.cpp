@@ -184,6 +184,11 @@ TEST_F(Viz, PeTakesTheModelsSettings) {
   const auto wrong = run_ordo("viz pe --scheme rope --model " + weights("sinusoidal") + " --out " + out("x.png"));
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_NE(wrong.err.find("uses sinusoidal positions, not rope"), std::string::npos) << wrong.err;
+  // "none" is not a --scheme to suggest: the model has nothing to draw.
+  const auto none = run_ordo("viz pe --scheme sinusoidal --model " + weights("none") + " --out " + out("x.png"));
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("uses no positions"), std::string::npos) << none.err;
+  EXPECT_EQ(none.err.find("--scheme none"), std::string::npos) << none.err;
 }
 
 // Rows of attention probabilities sum to 1; the axes are the source's pieces (encoder,

@@ -75,7 +75,7 @@ TEST(VizAttentionLm, ADecoderOnlyModelShowsItsPromptsSelfAttention) {
 // Oracle: the same picture with the pieces' ▁ removed by hand: not one pixel differs.
 TEST(VizAttentionLm, PictureLabelsDropTheWordStartMarker) {
   tools::HeatmapPanel marked;
-  marked.values = Matrix(2, 2);
+  marked.values = tools::Grid(2, 2);
   marked.values.fill(0.5f);
   marked.row_labels = {"▁cats", "s"};
   marked.col_labels = {"▁dogs", "▁"};

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/blas.h"
 #include "engine/thread_pool.h"
 #include "models/api/internal.h"
 #include "models/rope_scaling_config.h"
@@ -88,5 +89,17 @@ ModelInfo Model::info() const {
 }
 
 void set_threads(int threads) { threads::set_count(threads); }
+
+void matmul_nt(std::span<const float> a, std::span<const float> b, std::span<float> c, int m, int n, int k) {
+  const auto holds = [](std::span<const float> values, int rows, int cols) {
+    return values.size() >= static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+  };
+  if (m < 1 || n < 1 || k < 1 || !holds(a, m, k) || !holds(b, n, k) || !holds(c, m, n))
+    throw Error("matmul_nt", "sizes m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                                 " do not fit spans of " + std::to_string(a.size()) + ", " + std::to_string(b.size()) +
+                                 " and " + std::to_string(c.size()) + " values",
+                 "give a [m, k], b [n, k], c [m, n], each size at least 1");
+  blas::gemm_nt(ConstMatrixRef(a.data(), m, k), ConstMatrixRef(b.data(), n, k), MatrixRef(c.data(), m, n));
+}
 
 }  // namespace ordo

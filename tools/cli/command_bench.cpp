@@ -10,14 +10,16 @@
 //   shapes.h          the --shape models' configs (read by tools/bench/*.py via --list-shapes)
 //   random_model.h    a shape's random model, written through models/safetensors.h
 //   random_numbers.h  the deterministic source ids and weight values, shared with the peer
-//   workload.h        the timed work: encode (or prefill) and exactly N decode steps
+//   workload.h        the timed work: encode (or prefill) and exactly N decode steps,
+//                     through the library's DecodeSession
 //   next_tokens.h     its greedy or beam choice of the next tokens
-//   costs.h           the bytes a decode step reads, the FLOPs an encode does
 //   probes.h          the machine: sgemm GFLOP/s, streaming GB/s, peak RSS
 //   report.h          the JSON object and the table
 //   options.h, timing.h  what a run is asked to do; its clock and the median it reports
 // Every engine runs the same workload on the same numbers: tools/bench/bench_peer.py in
-// PyTorch, and tools/bench/bench.sh runs both side by side.
+// PyTorch, and tools/bench/bench.sh runs both side by side. Like every command, it uses
+// the public API alone: the costs it reports are the model's own (Model::decode_step_bytes,
+// Model::encode_flops), its random models are written with ordo/model_files.hpp.
 //
 // A run: the model is loaded warmup + repeats times (timed; a --shape model is written
 // to a private directory first and unlinked after the last load, its mapping staying
@@ -27,12 +29,6 @@
 #include <optional>
 #include <string>
 
-#include "engine/thread_pool.h"
-#include "engine/error.h"
-#include "engine/limits.h"
-#include "models/loaded_model.h"
-#include "models/rope_scaling_config.h"
-#include "tools/cli/bench/costs.h"
 #include "tools/cli/bench/options.h"
 #include "tools/cli/bench/probes.h"
 #include "tools/cli/bench/random_model.h"
@@ -50,51 +46,41 @@ namespace {
 namespace fs = std::filesystem;
 using namespace bench;
 
-// --rope-scaling as a change to the config (none when not given).
-LoadedModel::ConfigAdjustment rope_scaling_adjustment(const std::string& text) {
-  if (text.empty()) return {};
-  const RopeScalingOverride scaling = RopeScalingOverride::parse(text);
-  bool known = false;
-  const RopeScalingType type = rope_scaling_type_of(scaling.type, known);
-  return [type, factor = scaling.factor](ModelConfig& config) { override_rope_scaling(config, type, factor); };
-}
-
 // Loads the model warmup + repeats times, timing each (directory open to ready) into
 // `load_s`; returns the last. Load warnings are printed once.
-std::shared_ptr<const LoadedModel> timed_loads(const fs::path& dir, const BenchOptions& options, std::vector<double>& load_s) {
-  std::shared_ptr<const LoadedModel> model;
+Model timed_loads(const fs::path& dir, const BenchOptions& options, std::vector<double>& load_s) {
+  std::optional<Model> model;
   for (int i = 0; i < options.runs(); ++i) {
     model.reset();  // one model at a time: the peak RSS is one model's
     const auto start = Clock::now();
-    model = LoadedModel::load(dir, i == 0 ? LoadedModel::WarningHandler(LoadedModel::print_warning) : [](const std::string&) {},
-                              rope_scaling_adjustment(options.rope_scaling));
+    model = Model::load(dir, load_options(options.rope_scaling),
+                        i == 0 ? Model::WarningHandler() : [](const std::string&) {});
     if (i >= options.warmup) load_s.push_back(seconds_since(start));
   }
-  return model;
+  return std::move(*model);
 }
 
 // Lengths the model cannot run are usage errors naming the flag.
-void check_lengths(const Transformer& model, const BenchOptions& options) {
-  const auto limit = [](Index positions) { return std::min(positions, kMaxSequenceLength); };
-  if (model.decoder_only()) {
-    const Index most = limit(model.decoder.max_steps());
+void check_lengths(const Model& model, const BenchOptions& options) {
+  if (model.is_decoder_only()) {
+    const int most = model.max_output_tokens();
     if (options.src_len + options.new_tokens > most)
       throw CLI::ValidationError("--src-len/--new-tokens", "a prompt of " + std::to_string(options.src_len) + " plus " +
                                                                std::to_string(options.new_tokens) + " new tokens is more than the " +
                                                                std::to_string(most) + " positions this model has");
   } else {
-    const Index source_most = limit(model.encoder->embedding().max_steps());
+    const int source_most = model.max_input_tokens();
     if (options.src_len > source_most)
       throw CLI::ValidationError("--src-len", std::to_string(options.src_len) + " is more than the " +
                                                   std::to_string(source_most) + " source positions this model has");
-    const Index target_most = limit(model.decoder.max_steps());
+    const int target_most = model.max_output_tokens();
     if (options.new_tokens > target_most)
       throw CLI::ValidationError("--new-tokens", std::to_string(options.new_tokens) + " is more than the " +
                                                      std::to_string(target_most) + " target positions this model has");
   }
-  if (options.beam > model.decoder.vocab_size())
+  if (options.beam > model.vocabulary_size())
     throw CLI::ValidationError("--beam", std::to_string(options.beam) + " is more than the " +
-                                             std::to_string(model.decoder.vocab_size()) + " tokens of the vocabulary");
+                                             std::to_string(model.vocabulary_size()) + " tokens of the vocabulary");
 }
 
 const BenchShape& shape_named(const std::string& name) {
@@ -105,18 +91,18 @@ const BenchShape& shape_named(const std::string& name) {
 }
 
 void run_bench(const BenchOptions& options) {
-  threads::set_count(options.threads);
+  set_threads(options.threads);
   Measurements measured;
-  std::shared_ptr<const LoadedModel> model;
+  std::optional<Model> model;
   {
     std::optional<ScratchModel> scratch;
     if (!options.shape.empty()) scratch.emplace(shape_named(options.shape));
     model = timed_loads(scratch ? scratch->dir() : fs::path(options.model_dir), options, measured.load_s);
   }  // a scratch directory is gone now; its mapping stays valid
-  check_lengths(model->transformer(), options);
-  measured.decode_weight_bytes = decode_weight_bytes(*model);
-  measured.encode_flops = encode_flops(*model, options.batch, options.src_len);
-  WorkloadTimes workload = measure_workload(model->transformer(), options);
+  check_lengths(*model, options);
+  measured.decode_weight_bytes = model->decode_step_bytes();
+  measured.encode_flops = model->encode_flops(options.batch, options.src_len);
+  WorkloadTimes workload = measure_workload(*model, options);
   measured.encode_s = std::move(workload.encode_s);
   measured.decode_s = std::move(workload.decode_s);
   measured.sample_ids = std::move(workload.sample_ids);
@@ -126,7 +112,7 @@ void run_bench(const BenchOptions& options) {
   measured.gemm_gflops = std::move(machine.gemm_gflops);
 
   const std::string name = options.shape.empty() ? options.model_dir : options.shape + " (random, in memory)";
-  const nlohmann::json report = report_json(name, model->transformer().decoder_only(), options, measured);
+  const nlohmann::json report = report_json(name, model->is_decoder_only(), options, measured);
   if (options.json)
     print_json_line(report);
   else
@@ -144,7 +130,7 @@ std::string shape_help() {
   for (const BenchShape& shape : bench_shapes()) {
     const nlohmann::json about = describe_shape(shape);
     text += "\n  " + shape.name + ": " + about["kind"].get<std::string>() + ", " +
-            with_thousands(about["parameters"].get<Index>()) + " parameters";
+            with_thousands(about["parameters"].get<std::int64_t>()) + " parameters";
   }
   return text + "\n(--list-shapes describes them)";
 }
@@ -159,7 +145,7 @@ void setup_bench(CLI::App& app) {
       "decoder steps, eos ignored), next to this machine's sgemm rate and memory bandwidth.\n"
       "Give --model DIR, or --shape for a random model built in memory: " + bench_shape_names(" or ") +
       "\n(--list-shapes describes them).");
-  const auto positive = CLI::Range(Index{1}, Index{1} << 20);
+  const auto positive = CLI::Range(1, 1 << 20);
   auto* model = command
                     ->add_option("-m,--model", options->model_dir,
                                  "Model directory to measure, or a shipped model's name")
@@ -180,10 +166,10 @@ void setup_bench(CLI::App& app) {
                     "one object per shape with its config.json")
       ->excludes(model)
       ->excludes(shape);
-  command->add_option("--batch", options->batch, "Sources (prompts) decoded together")->check(CLI::Range(Index{1}, kMaxBatchSize))->capture_default_str();
+  command->add_option("--batch", options->batch, "Sources (prompts) decoded together")->check(CLI::Range(std::int64_t{1}, kMaxBatchSize))->capture_default_str();
   command->add_option("--src-len", options->src_len, "Tokens per source (prompt)")->check(positive)->capture_default_str();
   command->add_option("--new-tokens", options->new_tokens, "Decoder steps per sequence")->check(positive)->capture_default_str();
-  command->add_option("--beam", options->beam, "Sequences per source (1: greedy)")->check(CLI::Range(Index{1}, Index{1024}))->capture_default_str();
+  command->add_option("--beam", options->beam, "Sequences per source (1: greedy)")->check(CLI::Range(1, 1024))->capture_default_str();
   command->add_option("-t,--threads", options->threads, "Threads for BLAS and the bandwidth probe")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

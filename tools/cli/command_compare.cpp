@@ -65,8 +65,8 @@ double cosine_similarity(const std::vector<double>& a, const std::vector<double>
 }
 
 // cos(a_i, b_j) for every row i of a [Sa, d] and j of b [Sb, d] -> [Sa, Sb], in double.
-Matrix token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
-  Matrix similarity(a.rows, b.rows);
+Grid token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
+  Grid similarity(a.rows, b.rows);
   for (int i = 0; i < a.rows; ++i)
     for (int j = 0; j < b.rows; ++j)
       similarity(i, j) = static_cast<float>(cosine_similarity(row(a, i), row(b, j)));

@@ -24,9 +24,9 @@ namespace {
 struct PeOptions {
   CommonOptions common;
   std::string scheme = "sinusoidal";
-  Index length = 0;
-  Index dim = 0;
-  Index heads = 0;
+  std::int64_t length = 0;
+  std::int64_t dim = 0;
+  std::int64_t heads = 0;
   std::string stack = "encoder";
   std::string out;
 };
@@ -34,9 +34,9 @@ struct PeOptions {
 // What was written, for the terminal or --json.
 void report(const PeOptions& options, const PositionPicture& picture, bool json) {
   const HeatmapPanel& panel = picture.panels.front();
-  const Matrix& values = panel.values;
+  const Grid& values = panel.values;
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
-  for (Index r = 0; r < values.rows(); ++r)
+  for (std::int64_t r = 0; r < values.rows(); ++r)
     for (const float v : values.row(r)) lo = std::min(lo, v), hi = std::max(hi, v);
   if (json) {
     print_json_line({{"out", options.out},
@@ -100,12 +100,12 @@ void setup_pe(CLI::App& viz) {
   command->add_option("--length", options->length,
                       "Positions to show (default: 64, or the whole table of a learned model; alibi and\n"
                       "t5_relative: relative positions up to L-1 either side of the query)")
-      ->check(CLI::Range(Index{1}, Index{4096}));
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
   command->add_option("--dim", options->dim,
                       "Width (default: 128; rope: the head width, 32; with --model, the model's own)")
-      ->check(CLI::Range(Index{2}, Index{65536}));
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{65536}));
   command->add_option("--heads", options->heads, "Heads of a score-bias scheme (alibi; default: 8, or --model's)")
-      ->check(CLI::Range(Index{1}, Index{1024}));
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
   command->add_option("--stack", options->stack,
                       "Which stack of a model: encoder or decoder (learned, t5_relative: its table; alibi: causal)")
       ->check(CLI::IsMember({"encoder", "decoder"}))

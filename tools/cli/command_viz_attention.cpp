@@ -155,7 +155,7 @@ void run_attention(const AttentionOptions& options) {
     const AttentionMatrix& m = attention.get(kind, options.layer, h);
     HeatmapPanel panel;
     panel.title = head < 0 ? "head " + std::to_string(h) : "";  // one head: the picture's title names it
-    panel.values = Matrix(m.rows, m.cols);
+    panel.values = Grid(m.rows, m.cols);
     std::copy(m.values.begin(), m.values.end(), panel.values.data());
     panel.row_labels = axes.rows;
     panel.col_labels = axes.cols;

@@ -62,10 +62,10 @@ std::string format_value(double v) {
 
 // Which of n labels to show when each gets `pixels` and a label needs `needed`: every
 // step-th, step from 1, 2, 5, 10, 20, 50, ...
-Index label_step(Index n, double pixels, int needed) {
-  for (Index base = 1;; base *= 10)
-    for (const Index m : {1, 2, 5}) {
-      const Index step = base * m;
+std::int64_t label_step(std::int64_t n, double pixels, int needed) {
+  for (std::int64_t base = 1;; base *= 10)
+    for (const std::int64_t m : {1, 2, 5}) {
+      const std::int64_t step = base * m;
       if (step * pixels >= needed || step >= n) return step;
     }
 }
@@ -79,7 +79,7 @@ struct Range {
 Range colour_range(std::span<const HeatmapPanel> panels, const HeatmapOptions& options) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const HeatmapPanel& p : panels)
-    for (Index r = 0; r < p.values.rows(); ++r)
+    for (std::int64_t r = 0; r < p.values.rows(); ++r)
       for (const float v : p.values.row(r))
         if (std::isfinite(v)) {
           lo = std::min<double>(lo, v);
@@ -125,36 +125,36 @@ namespace {
 // The pixel geometry of one panel.
 struct PanelLayout {
   int plot_w = 0, plot_h = 0;
-  Index row_step = 1, col_step = 1;  // every step-th label is drawn
+  std::int64_t row_step = 1, col_step = 1;  // every step-th label is drawn
   bool col_labels_up = false;        // token columns: labels turned up
   int left = 0;                      // axis title + row labels
   int top = 0;                       // panel title
   int bottom = 0;                    // column labels + axis title
 };
 
-std::string row_label(const HeatmapPanel& p, Index r) {
+std::string row_label(const HeatmapPanel& p, std::int64_t r) {
   return p.row_labels.empty() ? std::to_string(r) : label_text(p.row_labels[static_cast<std::size_t>(r)]);
 }
 // The first column to label: numbered columns are labelled at multiples of the step
 // (-60, -50, ..., 0, ... rather than -63, -53, ...).
-Index first_labelled_col(const HeatmapPanel& p, Index step) {
+std::int64_t first_labelled_col(const HeatmapPanel& p, std::int64_t step) {
   return p.col_labels.empty() ? ((-p.first_col_number) % step + step) % step : 0;
 }
-std::string col_label(const HeatmapPanel& p, Index c) {
+std::string col_label(const HeatmapPanel& p, std::int64_t c) {
   return p.col_labels.empty() ? std::to_string(c + p.first_col_number)
                               : label_text(p.col_labels[static_cast<std::size_t>(c)]);
 }
 
 PanelLayout lay_out(const HeatmapPanel& p, int target, const Font& label, const Font& title) {
-  const Index rows = p.values.rows(), cols = p.values.cols();
+  const std::int64_t rows = p.values.rows(), cols = p.values.cols();
   PanelLayout l;
   // Cells fill a target box; labelled matrices (tokens on both axes) keep square cells.
   int cell_w = std::clamp(static_cast<int>(target / cols), 1, 48);
   int cell_h = std::clamp(static_cast<int>(target / rows), 1, 48);
   if (!p.row_labels.empty() && !p.col_labels.empty()) cell_w = cell_h = std::min(cell_w, cell_h);
   // Beyond 1600 pixels a side, several cells share a pixel (nearest cell is drawn).
-  l.plot_w = static_cast<int>(std::min<Index>(cols * cell_w, 1600));
-  l.plot_h = static_cast<int>(std::min<Index>(rows * cell_h, 1600));
+  l.plot_w = static_cast<int>(std::min<std::int64_t>(cols * cell_w, 1600));
+  l.plot_h = static_cast<int>(std::min<std::int64_t>(rows * cell_h, 1600));
   const double px_col = static_cast<double>(l.plot_w) / static_cast<double>(cols);
   const double px_row = static_cast<double>(l.plot_h) / static_cast<double>(rows);
   l.row_step = label_step(rows, px_row, label.line_height());
@@ -162,8 +162,8 @@ PanelLayout lay_out(const HeatmapPanel& p, int target, const Font& label, const 
   int widest_col = 0, widest_row = 0;
   const int widest_number = std::max(label.width(col_label(p, 0)), label.width(col_label(p, cols - 1)));
   l.col_step = label_step(cols, px_col, l.col_labels_up ? label.line_height() : widest_number + 8);
-  for (Index c = first_labelled_col(p, l.col_step); c < cols; c += l.col_step) widest_col = std::max(widest_col, label.width(col_label(p, c)));
-  for (Index r = 0; r < rows; r += l.row_step) widest_row = std::max(widest_row, label.width(row_label(p, r)));
+  for (std::int64_t c = first_labelled_col(p, l.col_step); c < cols; c += l.col_step) widest_col = std::max(widest_col, label.width(col_label(p, c)));
+  for (std::int64_t r = 0; r < rows; r += l.row_step) widest_row = std::max(widest_row, label.width(row_label(p, r)));
   const int axis_title = p.row_axis.empty() ? 0 : label.line_height() + kGap;
   l.left = axis_title + widest_row + kGap + 4;
   l.top = p.title.empty() ? kGap : title.line_height() + kGap;
@@ -175,10 +175,10 @@ PanelLayout lay_out(const HeatmapPanel& p, int target, const Font& label, const 
 void check_panel(const HeatmapPanel& p, std::size_t index) {
   const std::string where = "heatmap panel " + std::to_string(index) + (p.title.empty() ? "" : " (" + p.title + ")");
   if (p.values.rows() == 0 || p.values.cols() == 0) throw Error(where, "has no values");
-  if (!p.row_labels.empty() && static_cast<Index>(p.row_labels.size()) != p.values.rows())
+  if (!p.row_labels.empty() && static_cast<std::int64_t>(p.row_labels.size()) != p.values.rows())
     throw Error(where, std::to_string(p.row_labels.size()) + " row labels for " + std::to_string(p.values.rows()) +
                            " rows");
-  if (!p.col_labels.empty() && static_cast<Index>(p.col_labels.size()) != p.values.cols())
+  if (!p.col_labels.empty() && static_cast<std::int64_t>(p.col_labels.size()) != p.values.cols())
     throw Error(where, std::to_string(p.col_labels.size()) + " column labels for " +
                            std::to_string(p.values.cols()) + " columns");
 }
@@ -188,18 +188,18 @@ void check_panel(const HeatmapPanel& p, std::size_t index) {
 // every cell has room for its text.
 void write_values(Image& image, const HeatmapPanel& p, const PanelLayout& l, const Range& range, int x0, int y0,
                   int decimals, const Font& label) {
-  const Index rows = p.values.rows(), cols = p.values.cols();
+  const std::int64_t rows = p.values.rows(), cols = p.values.cols();
   const int cell_w = l.plot_w / static_cast<int>(cols), cell_h = l.plot_h / static_cast<int>(rows);
   const auto text_of = [decimals](float v) {
     char text[32];
     std::snprintf(text, sizeof text, "%.*f", decimals, static_cast<double>(v));
     return std::string(text);
   };
-  for (Index r = 0; r < rows; ++r)
-    for (Index c = 0; c < cols; ++c)
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
       if (label.width(text_of(p.values(r, c))) + 4 > cell_w || label.line_height() + 2 > cell_h) return;
-  for (Index r = 0; r < rows; ++r)
-    for (Index c = 0; c < cols; ++c) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
       const float v = p.values(r, c);
       const Rgb under = std::isfinite(v) ? colour_of(range.t(v), range.diverging) : kMissing;
       const bool light = 0.299 * under.r + 0.587 * under.g + 0.114 * under.b > 140;
@@ -212,11 +212,11 @@ void write_values(Image& image, const HeatmapPanel& p, const PanelLayout& l, con
 
 void draw_panel(Image& image, const HeatmapPanel& p, const PanelLayout& l, const Range& range, int x0, int y0,
                 const Font& label, const Font& title) {
-  const Index rows = p.values.rows(), cols = p.values.cols();
+  const std::int64_t rows = p.values.rows(), cols = p.values.cols();
   for (int y = 0; y < l.plot_h; ++y) {
-    const Index r = std::min<Index>(rows - 1, static_cast<Index>(y) * rows / l.plot_h);
+    const std::int64_t r = std::min<std::int64_t>(rows - 1, static_cast<std::int64_t>(y) * rows / l.plot_h);
     for (int x = 0; x < l.plot_w; ++x) {
-      const Index c = std::min<Index>(cols - 1, static_cast<Index>(x) * cols / l.plot_w);
+      const std::int64_t c = std::min<std::int64_t>(cols - 1, static_cast<std::int64_t>(x) * cols / l.plot_w);
       const float v = p.values(r, c);
       image.set(x0 + x, y0 + y, std::isfinite(v) ? colour_of(range.t(v), range.diverging) : kMissing);
     }
@@ -227,7 +227,7 @@ void draw_panel(Image& image, const HeatmapPanel& p, const PanelLayout& l, const
 
   // Row labels, right-aligned against the plot, centred on their rows.
   const double px_row = static_cast<double>(l.plot_h) / static_cast<double>(rows);
-  for (Index r = 0; r < rows; r += l.row_step) {
+  for (std::int64_t r = 0; r < rows; r += l.row_step) {
     const std::string text = row_label(p, r);
     const int centre = y0 + static_cast<int>((static_cast<double>(r) + 0.5) * px_row);
     image.fill_rect(x0 - 5, centre, 4, 1, kFrame);
@@ -240,7 +240,7 @@ void draw_panel(Image& image, const HeatmapPanel& p, const PanelLayout& l, const
   const double px_col = static_cast<double>(l.plot_w) / static_cast<double>(cols);
   const int below = y0 + l.plot_h + 4;
   int lowest = below + label.line_height();
-  for (Index c = first_labelled_col(p, l.col_step); c < cols; c += l.col_step) {
+  for (std::int64_t c = first_labelled_col(p, l.col_step); c < cols; c += l.col_step) {
     const std::string text = col_label(p, c);
     const int centre = x0 + static_cast<int>((static_cast<double>(c) + 0.5) * px_col);
     image.fill_rect(centre, y0 + l.plot_h + 1, 1, 4, kFrame);

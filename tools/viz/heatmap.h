@@ -13,19 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "tools/viz/grid.h"
 #include "tools/viz/png_image.h"
 
 namespace ordo::tools {
 
 struct HeatmapPanel {
   std::string title;                    // above the panel; may be empty
-  Matrix values;                        // [rows, cols]; row 0 at the top
+  Grid values;                          // [rows, cols]; row 0 at the top
   std::vector<std::string> row_labels;  // one per row (tokens), or empty: rows numbered from 0
   std::vector<std::string> col_labels;  // one per column, or empty: columns numbered from 0
   std::string row_axis;                 // what the rows are ("position", "query token")
   std::string col_axis;                 // what the columns are ("dimension", "key token")
-  Index first_col_number = 0;           // numbered columns start here (relative positions: -(L-1))
+  std::int64_t first_col_number = 0;           // numbered columns start here (relative positions: -(L-1))
 };
 
 enum class ColourScale {

@@ -1,8 +1,8 @@
 // What `ordo viz pe` draws for each position scheme: a picture (one or more heatmap
-// panels) computed by the engine's own position classes (engine/positions.h), never by
-// formulas of its own, so the picture is what the model adds or rotates. So this one
-// library of the tools reads below the public API: a model's config and trained tables
-// (models/api/internal.h); the command that calls it (tools/cli/command_viz.cpp) does not.
+// panels) of the numbers the library computes with the engine's own position classes
+// (ordo/positions.hpp: Model::position_table, or sinusoidal_table and the others without
+// a model), never by formulas of its own, so the picture is what the model adds,
+// rotates or biases with.
 //
 // The list is open: a scheme is a name, a line of help and a function from the request
 // to panels. Additive schemes draw the position-by-dimension table; a score-bias
@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "ordo/model.hpp"
-#include "models/tensor_names.h"
+#include "ordo/positions.hpp"
 #include "tools/viz/heatmap.h"
 
 namespace ordo::tools {
 
 struct PositionPictureRequest {
-  Index length = 0;            // positions (steps from 0); 0: the scheme's default
-  Index dim = 0;               // width; 0: the scheme's default
-  Index heads = 0;             // score-bias schemes without a model: heads; 0: the default
+  std::int64_t length = 0;            // positions (steps from 0); 0: the scheme's default
+  std::int64_t dim = 0;               // width; 0: the scheme's default
+  std::int64_t heads = 0;             // score-bias schemes without a model: heads; 0: the default
   const Model* model = nullptr;  // the model to read settings or tables from; null: none given
   Stack stack = Stack::Encoder;  // which stack's table, where a model has one per stack
 };

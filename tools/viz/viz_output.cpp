@@ -53,10 +53,10 @@ void write_csv(const std::filesystem::path& path, std::span<const HeatmapPanel> 
       for (std::size_t c = 0; c < p.col_labels.size(); ++c) out << (c > 0 ? "," : "") << csv_field(p.col_labels[c]);
       out << '\n';
     }
-    for (Index r = 0; r < p.values.rows(); ++r) {
+    for (std::int64_t r = 0; r < p.values.rows(); ++r) {
       out << prefix;
       if (!p.row_labels.empty()) out << csv_field(p.row_labels[static_cast<std::size_t>(r)]) << ',';
-      for (Index c = 0; c < p.values.cols(); ++c) out << (c > 0 ? "," : "") << csv_number(p.values(r, c));
+      for (std::int64_t c = 0; c < p.values.cols(); ++c) out << (c > 0 ? "," : "") << csv_number(p.values(r, c));
       out << '\n';
     }
   }

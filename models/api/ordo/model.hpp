@@ -13,6 +13,7 @@
 
 #include "ordo/export.hpp"
 #include "ordo/options.hpp"
+#include "ordo/positions.hpp"
 
 namespace ordo {
 
@@ -78,6 +79,12 @@ class ORDO_API Model {
   // The most tokens a source may have, eos included (decoder-only models: a prompt, bos
   // included). Throws nothing.
   int max_input_tokens() const noexcept;
+  // The most tokens the decoder may read and write in one sequence (decoder-only models:
+  // prompt and continuation together). Throws nothing.
+  int max_output_tokens() const noexcept;
+  // Token ids the stack's embedding reads (the decoder's: also the width of its logits);
+  // 0 for the encoder of a decoder-only model. Throws nothing.
+  int vocabulary_size(Stack stack = Stack::Decoder) const noexcept;
 
   // Text -> source token ids, eos appended. Throws ordo::Error for blank text, text that
   // is not printable UTF-8, text beyond max_input_tokens, or a model without a tokenizer.
@@ -101,6 +108,28 @@ class ORDO_API Model {
   // What the directory holds: family, config, parameters, every tensor. Throws
   // ordo::Error when a weight file's size cannot be read.
   ModelInfo info() const;
+
+  // The positions `stack` runs, as numbers (see ordo/positions.hpp): the vectors a
+  // sinusoidal or learned scheme adds, RoPE's rotations, ALiBi's or T5's score biases,
+  // over `steps` steps (0: every row of a learned table, up to kMaxSequenceLength). Throws ordo::Error for a model
+  // without positions ("none"), a stack it lacks, or steps it cannot take.
+  PositionTable position_table(Stack stack, int steps = 0) const;
+
+  // What running it costs, counted from its own tensors (`ordo bench` reports them next
+  // to the machine's rates). Throws nothing but std::bad_alloc.
+  //
+  // Bytes of weights one decoder step must read: every decoder weight a step touches
+  // (self-attention, the cross-attention's query and output projections, feed-forward,
+  // norms) and the output projection, in float32, as ordo holds them. Over the machine's
+  // memory bandwidth, they bound a batch-1 step. The cross-attention's key and value
+  // projections run once per source, not per step; the few embedding rows a step gathers
+  // are left out.
+  double decode_step_bytes() const;
+  // FLOPs (2 per multiply-add) of encoding `batch` sources of `length` tokens (a
+  // decoder-only model: prefilling prompts of that length, with each prompt's last-row
+  // output projection): every linear of the stack, and attention's q k^T and p v over
+  // the query-key pairs it needs. Norms, activations and softmax are not counted.
+  double encode_flops(int batch, int length) const;
 
   struct Impl;  // the loaded model; opaque to programs
 
@@ -151,5 +180,11 @@ ORDO_API std::filesystem::path builtin_model_directory();
 // and `threads` <= 0 keeps the current number. Throws ordo::Error when a thread cannot
 // be started (a memory or process limit); the threads it did start are stopped again.
 ORDO_API void set_threads(int threads);
+
+// c [m, n] = a [m, k] b^T, with b given as [n, k] (row-major, a weight's [out, in]): the
+// product every linear layer runs, through BLAS split over ordo's threads. For programs
+// that measure the rate ordo reaches on a machine (`ordo bench`'s sgemm probe). Throws
+// ordo::Error for sizes below 1 or a span shorter than its shape.
+ORDO_API void matmul_nt(std::span<const float> a, std::span<const float> b, std::span<float> c, int m, int n, int k);
 
 }  // namespace ordo

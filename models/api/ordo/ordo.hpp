@@ -19,9 +19,11 @@
 // models/api/ordo/; installed, they are one folder, <prefix>/include/ordo/.
 #pragma once
 
+#include "ordo/decode_session.hpp"
 #include "ordo/error.hpp"
 #include "ordo/generator.hpp"
 #include "ordo/model.hpp"
 #include "ordo/options.hpp"
+#include "ordo/positions.hpp"
 #include "ordo/results.hpp"
 #include "ordo/translator.hpp"

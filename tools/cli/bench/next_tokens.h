@@ -10,43 +10,43 @@
 #include <span>
 #include <vector>
 
-#include "engine/tensor.h"
+#include <ordo/decode_session.hpp>
 
 namespace ordo::tools::bench {
 
 class NextTokens {
  public:
-  NextTokens(Index sources, Index beam) : sources_(sources), beam_(beam) {}
+  NextTokens(int sources, int beam) : sources_(sources), beam_(beam) {}
 
   // `live` beams per source to start with: scores 0 for the first, -inf for the rest,
   // so that a first step from K identical beams expands only one.
-  void reset(Index live);
+  void reset(int live);
 
   // logits [sources * live, V] (clobbered) -> tokens() [sources * K], parents() for
-  // DecoderState::reorder (beam > 1).
-  void choose(MatrixRef logits);
+  // DecodeSession::reorder (beam > 1).
+  void choose(const Logits& logits);
 
   const std::vector<int>& tokens() const { return tokens_; }
-  const std::vector<Index>& parents() const { return parents_; }
+  const std::vector<int>& parents() const { return parents_; }
 
  private:
   struct Candidate {
     float total;
-    Index row;
+    int row;
     int token;
   };
   static bool better(const Candidate& a, const Candidate& b);
 
-  void argmax(ConstMatrixRef logits);
+  void argmax(const Logits& logits);
   // The K best candidates of one row, appended to candidates_: score + the K largest
   // log-probabilities (a beam can contribute at most K survivors).
-  void best_of_row(std::span<const float> row, Index r, float score);
-  void beam_step(MatrixRef logits);
+  void best_of_row(std::span<const float> row, int r, float score);
+  void beam_step(const Logits& logits);
 
-  Index sources_, beam_;
+  int sources_, beam_;
   std::vector<float> scores_, next_scores_;
   std::vector<int> tokens_;
-  std::vector<Index> parents_;
+  std::vector<int> parents_;
   std::vector<Candidate> candidates_;
 };
 

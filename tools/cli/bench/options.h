@@ -6,18 +6,16 @@
 #include <string>
 #include <thread>
 
-#include "engine/tensor.h"
-
 namespace ordo::tools::bench {
 
 struct BenchOptions {
   std::string model_dir;
   std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
   std::string shape;
-  Index batch = 1;
-  Index src_len = 32;
-  Index new_tokens = 32;
-  Index beam = 1;
+  int batch = 1;
+  int src_len = 32;
+  int new_tokens = 32;
+  int beam = 1;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int repeats = 5;
   int warmup = 1;

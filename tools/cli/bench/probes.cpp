@@ -8,17 +8,19 @@
 #include <string>
 #include <thread>
 
-#include "engine/blas.h"
+#include <ordo/model.hpp>
+
 #include "tools/cli/bench/timing.h"
 
 namespace ordo::tools::bench {
 
 namespace {
 
-// GFLOP/s of a plain [n, n] x [n, n]^T sgemm through ordo's BLAS door, three times.
-double gemm_gflops(Matrix& a, Matrix& b, Matrix& c) {
+// GFLOP/s of a plain [n, n] x [n, n]^T sgemm through the library's product
+// (ordo::matmul_nt: BLAS split over ordo's threads, as a linear layer runs it), three times.
+double gemm_gflops(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c) {
   const auto start = Clock::now();
-  for (int i = 0; i < 3; ++i) blas::gemm_nt(a, b, c);
+  for (int i = 0; i < 3; ++i) matmul_nt(a, b, c, kGemmSize, kGemmSize, kGemmSize);
   return 3 * 2.0 * std::pow(static_cast<double>(kGemmSize), 3) / seconds_since(start) / 1e9;
 }
 
@@ -63,10 +65,11 @@ MachineRates probe_machine(const BenchOptions& options) {
     const double gbs = bandwidth_gbs(stream, options.threads);
     if (i >= options.warmup) rates.bandwidth_gbs.push_back(gbs);
   }
-  Matrix a(kGemmSize, kGemmSize), b(kGemmSize, kGemmSize), c(kGemmSize, kGemmSize);
-  for (Index i = 0; i < kGemmSize * kGemmSize; ++i) {
-    a.data()[i] = static_cast<float>(i % 7) * 0.25f;
-    b.data()[i] = static_cast<float>(i % 5) * 0.5f;
+  const std::size_t elements = static_cast<std::size_t>(kGemmSize) * kGemmSize;
+  std::vector<float> a(elements), b(elements), c(elements);
+  for (std::size_t i = 0; i < elements; ++i) {
+    a[i] = static_cast<float>(i % 7) * 0.25f;
+    b[i] = static_cast<float>(i % 5) * 0.5f;
   }
   for (int i = 0; i < options.runs(); ++i) {
     const double gflops = gemm_gflops(a, b, c);

@@ -7,12 +7,11 @@
 #include <cstddef>
 #include <vector>
 
-#include "engine/tensor.h"
 #include "tools/cli/bench/options.h"
 
 namespace ordo::tools::bench {
 
-inline constexpr Index kGemmSize = 1024;                             // n of the n x n x n sgemm
+inline constexpr int kGemmSize = 1024;                             // n of the n x n x n sgemm
 inline constexpr std::size_t kStreamBytes = std::size_t{256} << 20;  // 8x a 32 MB L3
 
 struct MachineRates {

@@ -5,19 +5,14 @@
 #include <fstream>
 #include <string>
 
-#include "engine/error.h"
-#include "models/safetensors.h"
+#include <ordo/error.hpp>
+#include <ordo/model_files.hpp>
+
 #include "tools/cli/bench/random_numbers.h"
 
 namespace ordo::tools::bench {
 
 namespace fs = std::filesystem;
-
-std::vector<TensorSpec> random_model_tensors(const ModelConfig& config) {
-  std::vector<TensorSpec> specs = expected_tensors(config);
-  std::erase_if(specs, [](const TensorSpec& s) { return !s.required; });
-  return specs;
-}
 
 void write_random_model(const fs::path& dir, const BenchShape& shape) {
   const fs::path config_path = dir / "config.json";
@@ -26,12 +21,7 @@ void write_random_model(const fs::path& dir, const BenchShape& shape) {
   config_file.close();
   if (!config_file) throw Error(config_path.string(), "writing the random model's config failed", "is the disk full?");
 
-  std::vector<GeneratedTensor> tensors;
-  for (TensorSpec& spec : random_model_tensors(model_config(shape))) {
-    auto fill = [name = spec.name](std::uint64_t first, std::span<float> out) { random_weights(name, first, out); };
-    tensors.push_back({std::move(spec.name), std::move(spec.shape), std::move(fill)});
-  }
-  write_generated_safetensors_f32(dir / "model.safetensors", tensors);
+  write_safetensors(dir / "model.safetensors", model_layout(shape).tensors, random_weights);
 }
 
 namespace {

@@ -23,9 +23,9 @@ std::uint64_t fnv1a64(std::string_view text) {
   return hash;
 }
 
-std::vector<int> random_sources(Index batch, Index length, Index vocab) {
+std::vector<int> random_sources(int batch, int length, int vocab) {
   const std::uint64_t low = vocab > 3 ? 3 : 0;
-  std::vector<int> ids(static_cast<std::size_t>(batch * length));
+  std::vector<int> ids(static_cast<std::size_t>(batch) * static_cast<std::size_t>(length));
   for (std::size_t j = 0; j < ids.size(); ++j)
     ids[j] = static_cast<int>(low + splitmix64(kSourceSeed, j) % (static_cast<std::uint64_t>(vocab) - low));
   return ids;
@@ -35,7 +35,7 @@ bool is_norm_weight(std::string_view name) {
   return name.ends_with("norm.weight") || name.ends_with("layernorm_embedding.weight");
 }
 
-void random_weights(std::string_view name, std::uint64_t first, std::span<float> out) {
+void random_weights(const std::string& name, std::uint64_t first, std::span<float> out) {
   const std::uint64_t seed = fnv1a64(name);
   const double one = is_norm_weight(name) ? 1.0 : 0.0;
   for (std::size_t i = 0; i < out.size(); ++i) {

@@ -20,10 +20,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
-
-#include "engine/tensor.h"
 
 namespace ordo::tools::bench {
 
@@ -33,13 +32,13 @@ std::uint64_t splitmix64(std::uint64_t seed, std::uint64_t j);
 std::uint64_t fnv1a64(std::string_view text);
 
 // [batch * length] ids, source b in [b*length, (b+1)*length).
-std::vector<int> random_sources(Index batch, Index length, Index vocab);
+std::vector<int> random_sources(int batch, int length, int vocab);
 
 // Ordo's and Marian's LayerNorms (*_layer_norm, layer_norm, layernorm_embedding) and
 // LLaMA's RMSNorms (input_layernorm, post_attention_layernorm, model.norm).
 bool is_norm_weight(std::string_view name);
 
 // Values [first, first + out.size()) of tensor `name`.
-void random_weights(std::string_view name, std::uint64_t first, std::span<float> out);
+void random_weights(const std::string& name, std::uint64_t first, std::span<float> out);
 
 }  // namespace ordo::tools::bench

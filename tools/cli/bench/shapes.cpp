@@ -61,14 +61,13 @@ nlohmann::json llama_config() {
 
 // "d 512, 6+6 layers, 8 heads, FFN 2048, vocab 32000", from the config as ordo reads it,
 // so that the listing cannot say other than what the shape builds.
-std::string dimensions(const ModelConfig& c) {
+std::string dimensions(const ModelLayout& m) {
   std::ostringstream s;
-  s << "d " << c.d_model << ", ";
-  if (c.has_encoder()) s << c.encoder_layers << '+';
-  s << c.decoder_layers << " layers, " << c.decoder_attention_heads << " heads";
-  if (c.num_key_value_heads != c.decoder_attention_heads) s << " over " << c.num_key_value_heads << " K/V heads";
-  s << (c.feed_forward_kind == FeedForwardKind::Gated ? ", gated FFN " : ", FFN ") << c.decoder_ffn_dim << ", vocab "
-    << c.vocab_size;
+  s << "d " << m.d_model << ", ";
+  if (!m.decoder_only) s << m.encoder_layers << '+';
+  s << m.decoder_layers << " layers, " << m.attention_heads << " heads";
+  if (m.key_value_heads != m.attention_heads) s << " over " << m.key_value_heads << " K/V heads";
+  s << (m.gated_ffn ? ", gated FFN " : ", FFN ") << m.ffn_dim << ", vocab " << m.vocabulary_size;
   return s.str();
 }
 
@@ -94,15 +93,9 @@ std::string bench_shape_names(std::string_view separator) {
   return names;
 }
 
-ModelConfig model_config(const BenchShape& shape) { return ModelConfig::from_json(shape.config, "--shape " + shape.name); }
+ModelLayout model_layout(const BenchShape& shape) { return ordo::model_layout(shape.config.dump(), "--shape " + shape.name); }
 
-Index parameter_count(const BenchShape& shape) {
-  Index count = 0;
-  for (const TensorSpec& spec : random_model_tensors(model_config(shape))) count += element_count(spec.shape);
-  return count;
-}
-
-std::string with_thousands(Index count) {
+std::string with_thousands(std::int64_t count) {
   const std::string digits = std::to_string(count < 0 ? -count : count);
   std::string text = count < 0 ? "-" : "";
   for (std::size_t i = 0; i < digits.size(); ++i) {
@@ -113,9 +106,10 @@ std::string with_thousands(Index count) {
 }
 
 nlohmann::json describe_shape(const BenchShape& shape) {
+  const ModelLayout layout = model_layout(shape);
   return {{"name", shape.name},
-          {"kind", model_config(shape).has_encoder() ? "encoder-decoder" : "decoder-only"},
-          {"parameters", parameter_count(shape)},
+          {"kind", layout.decoder_only ? "decoder-only" : "encoder-decoder"},
+          {"parameters", layout.parameters},
           {"summary", shape.summary},
           {"config", shape.config}};
 }
@@ -126,10 +120,10 @@ void print_shapes_table(std::ostream& out) {
   out << "  " << std::left << std::setw(8) << "name" << std::setw(17) << "kind" << std::right << std::setw(12)
       << "parameters" << "   dimensions\n";
   for (const BenchShape& shape : bench_shapes()) {
-    const ModelConfig config = model_config(shape);
+    const ModelLayout layout = model_layout(shape);
     out << "  " << std::left << std::setw(8) << shape.name << std::setw(17)
-        << (config.has_encoder() ? "encoder-decoder" : "decoder-only") << std::right << std::setw(12)
-        << with_thousands(parameter_count(shape)) << "   " << dimensions(config) << '\n'
+        << (layout.decoder_only ? "decoder-only" : "encoder-decoder") << std::right << std::setw(12)
+        << with_thousands(layout.parameters) << "   " << dimensions(layout) << '\n'
         << "  " << std::string(8 + 17 + 12 + 3, ' ') << shape.summary << '\n';
   }
 }

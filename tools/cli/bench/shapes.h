@@ -15,8 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/tensor.h"
-#include "models/config.h"
+#include <ordo/model_files.hpp>
 
 namespace ordo::tools::bench {
 
@@ -35,14 +34,12 @@ const BenchShape* find_bench_shape(std::string_view name);
 // The shapes' names joined by `separator` ("base, llama"), for help and messages.
 std::string bench_shape_names(std::string_view separator);
 
-// The shape's config as ordo reads it; "--shape NAME" stands for the file in messages.
-ModelConfig model_config(const BenchShape& shape);
-
-// Elements of every tensor the shape's random model holds.
-Index parameter_count(const BenchShape& shape);
+// The shape's model as ordo reads its config (its tensors, its dimensions); "--shape
+// NAME" stands for the file in messages.
+ModelLayout model_layout(const BenchShape& shape);
 
 // 99496704 -> "99,496,704".
-std::string with_thousands(Index count);
+std::string with_thousands(std::int64_t count);
 
 // --list-shapes --json, one line per shape: name, kind ("encoder-decoder" or
 // "decoder-only"), parameters, summary, and config (its config.json).

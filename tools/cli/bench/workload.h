@@ -4,15 +4,16 @@
 //   - encode: the encoder over [B, S] (decoder-only: the prompt prefill, its last-row
 //     logits and the first choice of tokens);
 //   - decode: exactly N one-token decoder steps per sequence, eos ignored, through the
-//     engine's Decoder::start / step, not the search, so nothing can stop early.
-//     Encoder-decoder: the cross-attention K/V projection (Decoder::start), then N
-//     steps from decoder_start. With --beam K every source runs K sequences, chosen by
+//     library's ordo::DecodeSession (start / step / reorder), not a search, so nothing
+//     can stop early. Encoder-decoder: the cross-attention K/V projection (start), then
+//     N steps from decoder_start. With --beam K every source runs K sequences, chosen by
 //     NextTokens (next_tokens.h); the KV caches follow them, except after the last step.
 #pragma once
 
 #include <vector>
 
-#include "engine/transformer.h"
+#include <ordo/model.hpp>
+
 #include "tools/cli/bench/options.h"
 
 namespace ordo::tools::bench {
@@ -27,6 +28,6 @@ struct WorkloadTimes {
 // Runs the workload options.warmup + options.repeats times, every buffer reused across
 // runs as a server would; the warm-up runs are not kept. A progress bar is drawn between
 // runs, outside the timed phases, and only on a terminal's stderr.
-WorkloadTimes measure_workload(const Transformer& model, const BenchOptions& options);
+WorkloadTimes measure_workload(const Model& model, const BenchOptions& options);
 
 }  // namespace ordo::tools::bench

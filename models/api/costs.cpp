@@ -1,8 +1,10 @@
-#include "tools/cli/bench/costs.h"
-
+// Model::decode_step_bytes and Model::encode_flops: what running the model costs, counted
+// from its own tensors through the family's table (models/tensor_names.h), so that a
+// family or scheme added later is counted without a list to edit here.
+#include "models/api/internal.h"
 #include "models/tensor_names.h"
 
-namespace ordo::tools::bench {
+namespace ordo {
 
 namespace {
 
@@ -21,11 +23,12 @@ Index output_head_elements(const LoadedModel& model) {
 
 }  // namespace
 
-double decode_weight_bytes(const LoadedModel& model) {
+double Model::decode_step_bytes() const {
   static constexpr Role kPerLayer[] = {Role::SelfQuery,   Role::SelfKey,       Role::SelfValue,     Role::SelfOutput,
                                        Role::SelfNorm,    Role::CrossQuery,    Role::CrossOutput,   Role::CrossNorm,
                                        Role::FeedForwardIn, Role::FeedForwardUp, Role::FeedForwardOut, Role::FeedForwardNorm};
   static constexpr Role kOnce[] = {Role::EmbeddingNorm, Role::FinalNorm, Role::FinalLogitsBias};
+  const LoadedModel& model = *impl_->model;
   Index elements = 0;
   for (Index layer = 0; layer < model.config().decoder_layers; ++layer)
     for (const Role role : kPerLayer)
@@ -34,18 +37,19 @@ double decode_weight_bytes(const LoadedModel& model) {
   for (const Role role : kOnce)
     for (const Part part : {Part::Weight, Part::Bias}) elements += weight_elements(model, Stack::Decoder, role, part);
   elements += output_head_elements(model);
-  return static_cast<double>(elements) * sizeof(float);
+  return static_cast<double>(elements) * sizeof(float);  // ordo holds weights in float32
 }
 
-double encode_flops(const LoadedModel& model, Index batch, Index length) {
+double Model::encode_flops(int batch, int length) const {
   static constexpr Role kLinears[] = {Role::SelfQuery,     Role::SelfKey,       Role::SelfValue,
                                       Role::SelfOutput,    Role::FeedForwardIn, Role::FeedForwardUp,
                                       Role::FeedForwardOut};
+  const LoadedModel& model = *impl_->model;
   const bool prefill = !model.config().has_encoder();
   const Stack stack = prefill ? Stack::Decoder : Stack::Encoder;
   const Index layers = prefill ? model.config().decoder_layers : model.config().encoder_layers;
-  const double rows = static_cast<double>(batch * length);
-  const double pairs = prefill ? batch * (length * (length + 1) / 2.0) : static_cast<double>(batch * length * length);
+  const double rows = static_cast<double>(batch) * length;
+  const double pairs = prefill ? batch * (length * (length + 1.0) / 2.0) : static_cast<double>(batch) * length * length;
   double flops = 0;
   for (Index layer = 0; layer < layers; ++layer) {
     for (const Role role : kLinears) flops += 2.0 * rows * static_cast<double>(weight_elements(model, stack, role, Part::Weight, layer));
@@ -56,4 +60,12 @@ double encode_flops(const LoadedModel& model, Index batch, Index length) {
   return flops;
 }
 
-}  // namespace ordo::tools::bench
+int Model::max_output_tokens() const noexcept { return static_cast<int>(impl_->model->max_target_tokens()); }
+
+int Model::vocabulary_size(Stack stack) const noexcept {
+  const Transformer& model = impl_->model->transformer();
+  if (stack == Stack::Decoder) return static_cast<int>(model.decoder.vocab_size());
+  return model.encoder ? static_cast<int>(model.encoder->embedding().vocab_size()) : 0;
+}
+
+}  // namespace ordo
