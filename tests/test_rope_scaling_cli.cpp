@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ordo/ordo.hpp>
+#include <ordo/rope_scaling.hpp>
 
 #include "tests/cli_runner.h"
 #include "tests/model_factory.h"
@@ -119,6 +120,41 @@ TEST(RopeScalingLibrary, LoadOptionsOverrideTheConfig) {
   }
   EXPECT_THROW(RopeScalingOverride::parse("yarn:four"), OptionError);
   EXPECT_EQ(RopeScalingOverride::parse("none").type, "none");
+}
+
+}  // namespace
+}  // namespace ordo
+
+namespace ordo {
+namespace {
+
+// viz pe --scheme rope --rope-scaling: the scaled table beside the plain one, without a
+// model and with one; other schemes have nothing to scale.
+TEST(RopeScalingViz, DrawsTheScaledTableBesideThePlainOne) {
+  const fs::path dir = testing_support::temp_dir("rope-viz");
+  const std::string png = testing_support::shell_quote((dir / "rope.png").string());
+  auto r = run_ordo("viz pe --scheme rope --rope-scaling yarn:4 --out " + png);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::file_size(dir / "rope.png") > 0);
+  EXPECT_THAT(r.out, HasSubstr("plain RoPE"));  // the first of the two panels
+  r = run_ordo("viz pe --scheme rope --model german-llama --stack decoder --rope-scaling llama3:8 --out " + png);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("plain RoPE"));
+  r = run_ordo("viz pe --scheme sinusoidal --rope-scaling yarn:4 --out " + png);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--rope-scaling"));
+  fs::remove_all(dir);
+}
+
+// Model-free: the scaled table is a model trained on length / factor positions; linear
+// at factor 4 rotates step 4s as plain RoPE rotates step s (tolerance: float rounding of
+// values in [-1, 1]).
+TEST(RopeScalingViz, LinearTableIsThePlainTableAtAQuarterOfThePositions) {
+  const PositionTable plain = rotary_table(64, 16, 10000.0);
+  const PositionTable scaled = rotary_table(64, 16, 10000.0, RopeScalingOverride{"linear", 4.0}, 16);
+  for (int s = 0; s < 16; ++s)
+    for (int c = 0; c < 16; ++c) EXPECT_NEAR(scaled.at(4 * s, c), plain.at(s, c), 1e-6) << s << ", " << c;
+  EXPECT_THROW(rotary_table(64, 16, 10000.0, RopeScalingOverride{"yarn", -1.0}, 16), OptionError);
 }
 
 }  // namespace
