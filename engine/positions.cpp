@@ -139,8 +139,14 @@ void LearnedPositions::add(MatrixRef embeddings, const BatchRows& rows) const {
 // ---------------------------------------------------------------------------------------
 // Rotary
 
-RotaryEmbedding::RotaryEmbedding(Index head_dim, double theta, RopeLayout layout, Index offset)
-    : head_dim_(head_dim), layout_(layout), offset_(offset) {
+RotaryEmbedding::RotaryEmbedding(Index head_dim, double theta, RopeLayout layout, Index offset,
+                                 const RopeScaling& scaling, Index max_position_embeddings)
+    : head_dim_(head_dim),
+      theta_(theta),
+      layout_(layout),
+      offset_(offset),
+      scaling_(scaling),
+      max_position_embeddings_(max_position_embeddings) {
   const char* where = "rotary embedding";
   if (head_dim <= 0 || head_dim % 2 != 0)
     throw Error(where, "head_dim " + str(head_dim) + " is not a positive even number",
@@ -149,12 +155,17 @@ RotaryEmbedding::RotaryEmbedding(Index head_dim, double theta, RopeLayout layout
     throw Error(where, "theta " + std::to_string(theta) + " is not a positive number",
                 "check rope_theta in config.json (usually 10000)");
   if (offset < 0) throw Error(where, "position offset " + str(offset) + " is negative");
+  if (scaling.enabled() && (!(scaling.factor > 0.0) || !std::isfinite(scaling.factor)))
+    throw Error(where, "rope scaling factor " + std::to_string(scaling.factor) + " is not a finite number > 0");
+  if (scaling.type == RopeScalingType::Dynamic && max_position_embeddings <= 0)
+    throw Error(where, "dynamic rope scaling needs max_position_embeddings > 0, got " + str(max_position_embeddings),
+                "it is the length from which the base grows");
+  fixed_ = rope_frequencies(head_dim, theta, scaling, max_position_embeddings, max_position_embeddings);
+}
 
-  const Index half = head_dim / 2;
-  frequencies_.resize(static_cast<std::size_t>(half));
-  for (Index i = 0; i < half; ++i)
-    frequencies_[static_cast<std::size_t>(i)] =
-        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+RopeFrequencies RotaryEmbedding::frequencies(Index sequence_length) const {
+  if (scaling_.type != RopeScalingType::Dynamic || sequence_length <= max_position_embeddings_) return fixed_;
+  return rope_frequencies(head_dim_, theta_, scaling_, max_position_embeddings_, sequence_length);
 }
 
 void RotaryEmbedding::rotate(MatrixRef x, const BatchRows& rows) const {
@@ -169,25 +180,36 @@ void RotaryEmbedding::rotate(MatrixRef x, const BatchRows& rows) const {
   // Pair i is (a, b) = (i*step, i*step + gap): (i, i + dh/2) or (2i, 2i+1).
   const Index step = layout_ == RopeLayout::Half ? 1 : 2;
   const Index gap = layout_ == RopeLayout::Half ? half : 1;
+  const double scale = fixed_.attention_factor;  // YaRN's; 1 otherwise
+  const double exponent = -2.0 / static_cast<double>(head_dim_);
 
-  // x[r, h*dh + a], x[r, h*dh + b] -> (a cos - b sin, a sin + b cos), angle p * w_i with
-  // p = offset + first_steps[s] + t for row r = s*T + t; every head h the same. cos/sin
-  // once per (row, i).
-  for (Index r = 0; r < x.rows(); ++r) {
-    const Index s = r / rows.rows_per_sequence;
-    const Index t = r % rows.rows_per_sequence;
-    float* row = x.data() + r * x.stride();
-    const double p = static_cast<double>(offset_ + rows.first_step(s) + t);
-    for (Index i = 0; i < half; ++i) {
-      const double angle = p * frequencies_[static_cast<std::size_t>(i)];
-      const double c = std::cos(angle);
-      const double s = std::sin(angle);
-      float* pair = row + i * step;
-      for (Index h = 0; h < heads; ++h, pair += head_dim_) {
-        const double a = pair[0];
-        const double b = pair[gap];
-        pair[0] = static_cast<float>(a * c - b * s);
-        pair[gap] = static_cast<float>(a * s + b * c);
+  // x[r, h*dh + a], x[r, h*dh + b] -> (a cos - b sin, a sin + b cos) * scale, angle p * w_i
+  // with p = offset + first_steps[s] + t for row r = s*T + t; every head h the same.
+  // cos/sin once per (row, i).
+  for (Index s = 0; s < rows.sequences(); ++s) {
+    // Dynamic scaling past max_position_embeddings: this sequence's own base, its
+    // frequencies computed as they are used (a decode step allocates nothing).
+    const Index length = offset_ + rows.first_step(s) + std::max<Index>(rows.length(s), 1);
+    const bool dynamic = scaling_.type == RopeScalingType::Dynamic && length > max_position_embeddings_;
+    const double base =
+        dynamic ? dynamic_rope_base(head_dim_, theta_, scaling_.factor, max_position_embeddings_, length) : theta_;
+    const MatrixRef block = rows.of(x, s);
+    for (Index t = 0; t < block.rows(); ++t) {
+      float* row = block.data() + t * block.stride();
+      const double p = static_cast<double>(offset_ + rows.first_step(s) + t);
+      for (Index i = 0; i < half; ++i) {
+        const double w = dynamic ? std::pow(base, exponent * static_cast<double>(i))
+                                 : fixed_.inverse[static_cast<std::size_t>(i)];
+        const double angle = p * w;
+        const double c = std::cos(angle) * scale;
+        const double sn = std::sin(angle) * scale;
+        float* pair = row + i * step;
+        for (Index h = 0; h < heads; ++h, pair += head_dim_) {
+          const double a = pair[0];
+          const double b = pair[gap];
+          pair[0] = static_cast<float>(a * c - b * sn);
+          pair[gap] = static_cast<float>(a * sn + b * c);
+        }
       }
     }
   }

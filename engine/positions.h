@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/rope_scaling.h"
 #include "engine/tensor.h"
 
 namespace ordo {
@@ -97,19 +98,33 @@ class LearnedPositions final : public AdditivePositions {
 
 class RotaryEmbedding {
  public:
-  // head_dim must be even; theta > 0. Throws Error otherwise.
-  RotaryEmbedding(Index head_dim, double theta, RopeLayout layout, Index offset);
+  // head_dim must be even; theta > 0; a scaling's factor finite and > 0, and dynamic
+  // scaling needs max_position_embeddings > 0 (engine/rope_scaling.h). Throws Error
+  // otherwise.
+  RotaryEmbedding(Index head_dim, double theta, RopeLayout layout, Index offset,
+                  const RopeScaling& scaling = {}, Index max_position_embeddings = 0);
   // Rotates each head of x [S*T, heads*head_dim] (a q or k projection) in place; row t
-  // of sequence s is at step rows.first_steps[s] + t.
+  // of sequence s is at step rows.first_steps[s] + t. With dynamic scaling, sequence s
+  // is taken to be as long as its last real row's position + 1 (engine/rope_scaling.h
+  // says why); the other scalings are fixed frequencies. YaRN's attention factor
+  // multiplies the rotated vectors.
   void rotate(MatrixRef x, const BatchRows& rows) const;
   // One sequence: rows of x [T, w] are steps first_step .. first_step+T-1.
   void rotate(MatrixRef x, Index first_step) const;
 
+  // The frequencies and attention factor a sequence of `sequence_length` positions is
+  // rotated with (what rotate uses; pictures draw them).
+  RopeFrequencies frequencies(Index sequence_length) const;
+
  private:
   Index head_dim_;
+  double theta_;
   RopeLayout layout_;
   Index offset_;
-  std::vector<double> frequencies_;  // [head_dim/2]: theta^(-2i/head_dim)
+  RopeScaling scaling_;
+  Index max_position_embeddings_;
+  // For sequences up to max_position_embeddings (every length but dynamic's longer ones).
+  RopeFrequencies fixed_;
 };
 
 // A bias added to one head's attention scores before the softmax, from the positions of

@@ -36,7 +36,7 @@ std::vector<Score> score_batch(const Transformer& model, std::span<const std::ve
         throw Error("target", "has " + std::to_string(targets[i].size()) +
                                   " token; a decoder-only model scores each token after the first",
                     "give at least two tokens");
-      model.decoder.check_length(static_cast<Index>(targets[i].size() - skipped));
+      model.decoder.check_length(static_cast<Index>(targets[i].size()));  // the rows fed
     } catch (const Error& e) {
       results[i].error = e.what();
       continue;
@@ -47,17 +47,21 @@ std::vector<Score> score_batch(const Transformer& model, std::span<const std::ve
   }
   if (valid_targets.empty()) return results;
 
-  // All targets at once, padded to the longest, causally masked.
+  // All targets at once, padded to the longest, causally masked. Each feeds as many rows
+  // as it has tokens, as Hugging Face scores a text (one forward over all of it): an
+  // encoder-decoder's [decoder_start] + target[:-1], a decoder-only model's whole text,
+  // whose last row predicts nothing but makes the pass as long as the text, which
+  // dynamic RoPE scaling rotates by (engine/rope_scaling.h).
   const Index count = static_cast<Index>(valid_targets.size());
-  const Index width = longest(valid_targets, [&](const std::vector<int>* t) { return static_cast<Index>(t->size() - skipped); });
+  const Index width = longest(valid_targets, [&](const std::vector<int>* t) { return static_cast<Index>(t->size()); });
   std::vector<int> inputs(static_cast<std::size_t>(count * width), model.tokens.pad);
   std::vector<Index> lengths;
   for (Index b = 0; b < count; ++b) {
     const auto& target = *valid_targets[static_cast<std::size_t>(b)];
     auto at = inputs.begin() + b * width;
     if (!decoder_only) *at++ = model.tokens.decoder_start;
-    std::copy(target.begin(), target.end() - 1, at);
-    lengths.push_back(static_cast<Index>(target.size() - skipped));
+    std::copy(target.begin(), decoder_only ? target.end() : target.end() - 1, at);
+    lengths.push_back(static_cast<Index>(target.size()));
   }
   DecodeWorkspace::Buffers& buffers = workspace.buffers();
   start_decoder(model, valid_sources, count, buffers, count, width);

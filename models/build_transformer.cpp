@@ -73,7 +73,8 @@ class Binder {
   std::shared_ptr<const RotaryEmbedding> rotary(Index head_dim) const {
     if (config_.position_encoding != PositionEncoding::Rope) return nullptr;
     return std::make_shared<RotaryEmbedding>(head_dim, config_.rope_theta, config_.rope_layout,
-                                             config_.position_offset);
+                                             config_.position_offset, config_.rope_scaling,
+                                             config_.max_position_embeddings);
   }
 
   // The stack's self-attention score bias, one instance shared by all its layers (T5

@@ -15,6 +15,7 @@
 #include "models/json_message.h"
 #include "models/llama_config.h"
 #include "models/marian_config.h"
+#include "models/rope_scaling_config.h"
 
 namespace ordo {
 namespace {
@@ -199,6 +200,7 @@ ModelConfig ordo_config(const KeyReader& keys) {
                                              : keys.optional_token_id("decoder_start_token_id").value_or(c.pad_token_id);
   validate(c, keys);
   c.decoder_head_dim = c.d_model / c.decoder_attention_heads;
+  c.rope_scaling = read_rope_scaling(keys, c);
   return c;
 }
 
@@ -296,6 +298,7 @@ nlohmann::json ModelConfig::to_json() const {
   j["position_offset"] = position_offset;
   j["rope_theta"] = rope_theta;
   j["rope_layout"] = std::string(rope_layout_name(rope_layout));
+  j["rope_scaling"] = rope_scaling_json(rope_scaling);
   j["relative_attention_num_buckets"] = relative_attention_num_buckets;
   j["relative_attention_max_distance"] = relative_attention_max_distance;
   j["share_encoder_decoder_embeddings"] = share_encoder_decoder_embeddings;

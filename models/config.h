@@ -74,6 +74,8 @@ struct ModelConfig {
   Index position_offset = 0;
   double rope_theta = 10000.0;
   RopeLayout rope_layout = RopeLayout::Half;
+  // rope_scaling (models/rope_scaling_config.h): none unless the config sets one.
+  RopeScaling rope_scaling;
   // t5_relative: buckets of the [buckets, heads] bias table per stack, and the distance
   // beyond which all distances share a side's last bucket (T5's defaults).
   Index relative_attention_num_buckets = 32;

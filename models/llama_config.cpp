@@ -3,6 +3,7 @@
 #include <set>
 
 #include "models/config_reader.h"
+#include "models/rope_scaling_config.h"
 
 namespace ordo {
 
@@ -17,9 +18,6 @@ ModelConfig llama_config(const nlohmann::json& object, const std::string& source
   const std::string act = keys.string("hidden_act", "silu");
   if (act != "silu")
     keys.fail("hidden_act", "unsupported activation " + json_excerpt(act), "LLaMA models use \"silu\" (SwiGLU)");
-  if (const json* scaling = keys.find("rope_scaling"); scaling != nullptr && !scaling->is_null())
-    keys.fail("rope_scaling", "is set, and RoPE scaling is not supported",
-              "ordo runs LLaMA models with plain RoPE; rope_scaling must be null or absent");
   (void)keys.string("torch_dtype", "");  // informational, but a string if present
 
   c.vocab_size = keys.index("vocab_size");
@@ -106,6 +104,7 @@ ModelConfig llama_config(const nlohmann::json& object, const std::string& source
   c.share_encoder_decoder_embeddings = false;
   c.norm_kind = NormKind::RmsNorm;
   c.feed_forward_kind = FeedForwardKind::Gated;
+  c.rope_scaling = read_rope_scaling(keys, c);  // after the head width and positions it is checked against
   return c;
 }
 
@@ -123,6 +122,7 @@ nlohmann::json llama_config_json(const ModelConfig& c) {
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["rms_norm_eps"] = c.layer_norm_eps;
   j["rope_theta"] = c.rope_theta;
+  j["rope_scaling"] = rope_scaling_json(c.rope_scaling);
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["attention_bias"] = c.attention_bias;
   j["mlp_bias"] = c.mlp_bias;

@@ -9,8 +9,8 @@
 //   max_position_embeddings [2048]       vocab_size
 //   tie_word_embeddings [false]          attention_bias [false]   mlp_bias [false]
 //   bos_token_id, eos_token_id (an int or a list), pad_token_id [none: eos pads]
-//   hidden_act [silu]: anything else is an error; rope_scaling: null or absent, or an
-//   error naming the key; torch_dtype: informational.
+//   hidden_act [silu]: anything else is an error; rope_scaling: null, absent, linear,
+//   dynamic, yarn or llama3 (models/rope_scaling_config.h); torch_dtype: informational.
 #pragma once
 
 #include <string>

@@ -100,7 +100,8 @@ void LoadedModel::print_warning(const std::string& message) {
   std::cerr << "ordo: warning: " << message << '\n';
 }
 
-std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, const WarningHandler& warn) {
+std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, const WarningHandler& warn,
+                                                     const ConfigAdjustment& adjust) {
   kernels::check_kernel_setting();
   if (directory.empty())
     throw Error("model directory", "the path is empty", "give the directory that holds config.json");
@@ -110,6 +111,7 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
   std::shared_ptr<LoadedModel> model(new LoadedModel());  // private constructor: make_shared can't reach it
   model->directory_ = directory;
   model->config_ = ModelConfig::load(directory / "config.json");
+  if (adjust) adjust(model->config_);
   model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
   for (const std::string& name : model->weights_->unused())
     if (warn) warn(model->weights_->source() + ": tensor '" + printable(name) + "' is not used by this config (ignored)");

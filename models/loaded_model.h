@@ -37,8 +37,12 @@ class LoadedModel {
 
   // Tokenizers are optional: `tokenizer.model` (shared), or `source.model` and
   // `target.model`. Without them, only id-based use works.
+  // `adjust` may change the config read from config.json before the weights are bound
+  // (a run-time override: Model::load's LoadOptions).
+  using ConfigAdjustment = std::function<void(ModelConfig&)>;
   static std::shared_ptr<const LoadedModel> load(const std::filesystem::path& directory,
-                                           const WarningHandler& warn = print_warning);
+                                           const WarningHandler& warn = print_warning,
+                                           const ConfigAdjustment& adjust = {});
 
   const std::filesystem::path& directory() const { return directory_; }
   const ModelConfig& config() const { return config_; }

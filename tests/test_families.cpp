@@ -172,8 +172,8 @@ TEST(Families, LlamaConfigMapsOntoTheEngine) {
 TEST(Families, UnsupportedLlamaSettingsAreRefusedByName) {
   EXPECT_THAT(config_error(with(llama_config(), {{"hidden_act", "gelu"}})),
               HasSubstr("dir/config.json: key 'hidden_act': unsupported activation \"gelu\""));
-  EXPECT_THAT(config_error(with(llama_config(), {{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}})),
-              HasSubstr("key 'rope_scaling': is set, and RoPE scaling is not supported"));
+  EXPECT_THAT(config_error(with(llama_config(), {{"rope_scaling", {{"type", "longrope"}, {"factor", 2.0}}}})),
+              HasSubstr("key 'rope_scaling.type': longrope is not supported"));
   EXPECT_NO_THROW(ModelConfig::from_json(with(llama_config(), {{"rope_scaling", nullptr}}), "c"));
   EXPECT_THAT(config_error(with(llama_config(), {{"num_key_value_heads", 3}})),
               HasSubstr("key 'num_key_value_heads': num_attention_heads=4 is not divisible by num_key_value_heads=3"));

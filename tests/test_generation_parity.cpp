@@ -60,13 +60,48 @@ TEST(GenerationParity, OracleCoversBothFamiliesAndTheirVariants) {
     if (c.family == Family::Llama && c.mlp_bias) kinds.insert("mlp_bias");
     if (c.decoder_head_dim * c.decoder_attention_heads != c.d_model) kinds.insert("head_dim");
     if (!c.other_eos_token_ids.empty()) kinds.insert("eos list");
+    if (c.rope_scaling.enabled()) {
+      kinds.insert("rope_scaling " + std::string(rope_scaling_type_name(c.rope_scaling.type)));
+      kinds.insert("rope_scaling in " + std::string(family_name(c.family)));
+    }
     kinds.insert(read_json(parity_dir() / name / "reference.json").at("dtype").get<std::string>());
   }
   for (const char* want : {"ordo", "llama", "kv1", "kv2", "kv4", "tied", "untied", "sharded", "attention_bias",
                            "mlp_bias", "head_dim", "eos list", "F32", "F16", "BF16", "sinusoidal-post",
                            "sinusoidal-pre", "learned-post", "learned-pre", "rope-post", "rope-pre", "none-post",
-                           "none-pre", "alibi-post", "alibi-pre", "t5_relative-post", "t5_relative-pre"})
+                           "none-pre", "alibi-post", "alibi-pre", "t5_relative-post", "t5_relative-pre",
+                           "rope_scaling linear", "rope_scaling dynamic", "rope_scaling yarn", "rope_scaling llama3",
+                           "rope_scaling in llama", "rope_scaling in ordo"})
     EXPECT_TRUE(kinds.contains(want)) << "no generation model covers " << want;
+}
+
+// The scaled models' cases reach well past the trained length (at least 2.5x), and a
+// dynamic model's greedy decodes cross its threshold mid-generation: prompts within
+// max_position_embeddings whose continuations go beyond, where the KV cache holds keys
+// rotated with the plain base and new tokens get a growing one (engine/rope_scaling.h).
+TEST(GenerationParity, RopeScalingCasesReachPastTheTrainedLength) {
+  std::size_t crossing = 0, scaled = 0;
+  for (const std::string& name : generation_models()) {
+    const ModelConfig c = ModelConfig::load(parity_dir() / name / "config.json");
+    if (!c.rope_scaling.enabled()) continue;
+    ++scaled;
+    const Index trained = c.rope_scaling.original_max_position_embeddings > 0
+                              ? c.rope_scaling.original_max_position_embeddings
+                              : c.max_position_embeddings;
+    Index longest = 0;
+    const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
+    for (const nlohmann::json& k : reference.at("cases")) {
+      const auto prompt = static_cast<Index>(k.at("prompt_ids").size());
+      const auto total = prompt + static_cast<Index>(k.at("greedy_ids").size()) + c.position_offset;
+      longest = std::max(longest, total);
+      if (c.rope_scaling.type == RopeScalingType::Dynamic && prompt + c.position_offset <= trained &&
+          total > trained)
+        ++crossing;
+    }
+    EXPECT_GE(longest * 2, trained * 5) << name << ": positions up to " << longest << " of " << trained;
+  }
+  EXPECT_GE(scaled, 7u);
+  EXPECT_GE(crossing, 2u) << "no dynamic case crosses its threshold mid-generation";
 }
 
 TEST(GenerationParity, EveryModelScoresAndContinuesAsPyTorch) {

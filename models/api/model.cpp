@@ -7,6 +7,7 @@
 #include "engine/blas.h"
 #include "engine/thread_pool.h"
 #include "models/api/internal.h"
+#include "models/rope_scaling_config.h"
 #include "models/safetensors.h"
 
 namespace ordo {
@@ -16,6 +17,19 @@ Model::Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 Model Model::load(const std::filesystem::path& directory, const WarningHandler& on_warning) {
   const WarningHandler warn = on_warning ? on_warning : WarningHandler(LoadedModel::print_warning);
   return detail::ModelAccess::wrap(LoadedModel::load(find_model_directory(directory.string()), warn));
+}
+
+Model Model::load(const std::filesystem::path& directory, const LoadOptions& options,
+                  const WarningHandler& on_warning) {
+  const WarningHandler warn = on_warning ? on_warning : WarningHandler(LoadedModel::print_warning);
+  if (!options.rope_scaling) return load(directory, warn);
+  options.rope_scaling->validate();
+  bool known = false;
+  const RopeScalingType type = rope_scaling_type_of(options.rope_scaling->type, known);
+  const double factor = options.rope_scaling->factor;
+  return detail::ModelAccess::wrap(LoadedModel::load(
+      find_model_directory(directory.string()), warn,
+      [type, factor](ModelConfig& config) { override_rope_scaling(config, type, factor); }));
 }
 
 Model Model::load_default(const WarningHandler& on_warning) { return load(default_model_directory(), on_warning); }

@@ -74,8 +74,18 @@ Grid token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
   return similarity;
 }
 
-Compared compare(const std::filesystem::path& dir, const CompareOptions& options) {
-  const auto model = Model::load(dir);
+// The model of `dir`, with --rope-scaling when it has RoPE positions: when every shipped
+// model is compared, the scaling applies to those it can (a chosen model without RoPE
+// is refused, as by every command).
+Model load_compared(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
+  const std::string& scaling = options.common.rope_scaling;
+  if (scaling.empty()) return Model::load(dir);
+  if (all_shipped && Model::load(dir, quiet).info().position_encoding != "rope") return Model::load(dir);
+  return Model::load(dir, load_options(scaling));
+}
+
+Compared compare(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
+  const auto model = load_compared(dir, options, all_shipped);
   TranslatorOptions translator_options = options.translator;
   apply_generation_defaults(options.given, model, translator_options.decoding);
   const Translator translator(model, translator_options);
@@ -93,7 +103,9 @@ Compared compare(const std::filesystem::path& dir, const CompareOptions& options
                      {"translation", t.best().text}});
   }
   const bool differ = sides[0]["translation"] != sides[1]["translation"];
-  const std::string encoding = model.info().position_encoding;
+  const std::string plain_encoding = model.info().position_encoding;
+  const bool scaled = !options.common.rope_scaling.empty() && plain_encoding == "rope";
+  const std::string encoding = plain_encoding + (scaled ? " " + options.common.rope_scaling : "");
   Compared out;
   out.similarity.title = dir.filename().string() + (dir.filename() == encoding ? "" : " (" + encoding + ")");
   out.similarity.values = token_similarity(encoded[0], encoded[1]);
@@ -204,7 +216,7 @@ void run_compare(const CompareOptions& options, bool all_shipped) {
   std::vector<nlohmann::json> rows;
   std::vector<HeatmapPanel> panels;
   for (const auto& dir : dirs) {
-    Compared compared = compare(dir, options);
+    Compared compared = compare(dir, options, all_shipped);
     rows.push_back(std::move(compared.row));
     panels.push_back(std::move(compared.similarity));
     if (options.common.json) print_json_line(rows.back());

@@ -63,14 +63,20 @@ void run_pe(const PeOptions& options, const CLI::App& command) {
     throw CLI::ValidationError("--model", "--scheme " + scheme.name +
                                               " reads a model's trained table: give --model DIR (e.g. weights/" +
                                               scheme.name + ")");
+  if (!options.common.rope_scaling.empty() && scheme.name != "rope")
+    throw CLI::ValidationError("--rope-scaling", "scales RoPE: it draws only with --scheme rope");
   std::optional<Model> model;
+  std::optional<Model> plain_model;  // --rope-scaling with a model: drawn beside the scaled one
   if (chosen) model = load_model(options.common);
+  if (chosen && !options.common.rope_scaling.empty()) plain_model = Model::load(options.common.model_dir, quiet);
   PositionPictureRequest request;
   request.length = options.length;
   request.dim = options.dim;
   request.heads = options.heads;
   request.model = model ? &*model : nullptr;
   request.stack = options.stack == "decoder" ? Stack::Decoder : Stack::Encoder;
+  request.rope_scaling = options.common.rope_scaling;
+  request.plain_model = plain_model ? &*plain_model : nullptr;
   const PositionPicture picture = scheme.draw(request);
   HeatmapOptions style;
   style.value_label = picture.value_label;

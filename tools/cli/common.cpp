@@ -55,6 +55,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
+  add_rope_scaling_option(command, options.rope_scaling);
 }
 
 namespace {
@@ -67,6 +68,31 @@ std::map<std::string, std::string>& flag_of_field() {
 }
 
 }  // namespace
+
+void add_rope_scaling_option(CLI::App& command, std::string& value) {
+  flag_of_field()["rope_scaling"] = "--rope-scaling";
+  command
+      .add_option("--rope-scaling", value,
+                  "Run a RoPE model with this scaling instead of its config's rope_scaling: TYPE:FACTOR, "
+                  "TYPE linear, dynamic, yarn or llama3 (e.g. yarn:4), or none for plain RoPE")
+      ->type_name("TYPE:FACTOR")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              RopeScalingOverride::parse(text);
+            } catch (const OptionError& e) {
+              return e.problem();
+            }
+            return std::string();
+          },
+          "TYPE:FACTOR"));
+}
+
+LoadOptions load_options(const std::string& rope_scaling) {
+  LoadOptions options;
+  if (!rope_scaling.empty()) options.rope_scaling = RopeScalingOverride::parse(rope_scaling);
+  return options;
+}
 
 void add_decoding_options(CLI::App& command, DecodingOptions& d, int& batch_size, const std::string& unit) {
   const auto add = [&](const char* flag, const char* field, auto& value, const std::string& help, const char* group) {
@@ -196,7 +222,7 @@ Model load_model(const CommonOptions& options, const Model::WarningHandler& warn
   // No --model and no default found: the lookup's own error says where it looked (an
   // explicit --model '' is Model::load's "the path is empty").
   if (options.model_dir.empty() && !options.default_found) default_model_directory();
-  return Model::load(options.model_dir, warn);
+  return Model::load(options.model_dir, load_options(options.rope_scaling), warn);
 }
 
 void quiet(const std::string&) {}

@@ -23,6 +23,7 @@ struct CommonOptions {
   bool default_found = true;  // false: no default model was found (model_dir then empty)
   int threads = 0;        // 0: OpenBLAS decides
   bool json = false;
+  std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
 };
 
 // --model's lookup: a value that is not a directory but names a shipped model
@@ -30,8 +31,15 @@ struct CommonOptions {
 // else is left for load_model to report (find_model_directory lists the names).
 CLI::Validator shipped_model_transform();
 
-// Adds --model, --threads, --json to a command.
+// Adds --model, --threads, --json and --rope-scaling to a command.
 void add_common_options(CLI::App& command, CommonOptions& options);
+
+// Adds --rope-scaling TYPE:FACTOR, bound to `value` (checked as it is parsed: a bad one is
+// a usage error naming the flag).
+void add_rope_scaling_option(CLI::App& command, std::string& value);
+
+// LoadOptions with --rope-scaling's value (none when it is empty).
+LoadOptions load_options(const std::string& rope_scaling);
 
 // Adds the decoding flags (--beam, --n-best, --length-penalty, --max-length,
 // --min-length, --no-repeat-ngram-size, --repetition-penalty, --sample, --temperature,
@@ -110,7 +118,8 @@ class Output {
   std::ostream* stream_;
 };
 
-// Loads the model of --model and applies --threads. `warn` receives load-time warnings
+// Loads the model of --model and applies --threads and --rope-scaling (a model it does
+// not fit is a usage error naming the flag). `warn` receives load-time warnings
 // (tensors the config does not use); empty, they go to stderr; `quiet` silences them.
 Model load_model(const CommonOptions& options, const Model::WarningHandler& warn = {});
 void quiet(const std::string& warning);

@@ -78,6 +78,13 @@ GENERATION MODELS. index.json also lists "generation_models": [names] (decoder-o
   vocab 40, hidden 32, bos 2, eos 1 (or [1, 3]); pad 0 unless said (absent in the
   mlpbias model). A sharded model has model-0000i-of-0000N.safetensors and
   model.safetensors.index.json instead of model.safetensors.
+- 7 RoPE-scaling models (ROPE_SCALING_LLAMA_MODELS, ROPE_SCALING_LM_MODELS): linear,
+  dynamic, yarn (defaults; and every parameter given, with the older key "type"),
+  llama3 on LLaMA; dynamic (interleaved, position_offset 3) and yarn on ordo's format.
+  Their prompts are longer (ROPE_SCALING_PROMPT_LENGTHS, up to 48 tokens against a
+  trained length of 16), and every greedy and beam reference rotates each token as a
+  KV-cached decode does (search.py's _rope_lengths; only dynamic scaling tells the
+  difference).
 
 A generation model's reference.json: {"model", "family": "ordo" | "llama", "dtype",
 "sharded", "min_greedy_margin", "cases": [{"prompt_ids", "continuation_ids",
@@ -395,6 +402,40 @@ LLAMA_MODELS = {
                                  "pad_token_id": 0}, "F16", 1),
 }
 
+# RoPE scaling (models/rope_scaling_config.h), each type on LLaMA and two on ordo's format.
+# The trained length is 16 (max_position_embeddings for linear and dynamic, the original
+# for yarn and llama3), and the prompts reach 48 tokens with 10 more generated: positions
+# from 0 to 3.6x the trained length. A dynamic model's prompts of 6-10 and 14-18 tokens
+# cross its threshold mid-generation, a KV-cached decode's case (search.py's
+# _rope_lengths). yarn and llama3 use head_dim 16 and theta 100, whose wavelengths (6.3 to
+# 353 positions) fall in every band of their ramps: kept, mixed and interpolated.
+ROPE_SCALING_PROMPT_LENGTHS = ((1, 1), (6, 10), (14, 18), (24, 32), (40, 48))
+_BANDS = {"head_dim": 16, "rope_theta": 100.0, "max_position_embeddings": 64}
+ROPE_SCALING_LLAMA_MODELS = {
+    "llama-rope-linear-f32": ({"num_key_value_heads": 2, "max_position_embeddings": 16,
+                               "rope_scaling": {"rope_type": "linear", "factor": 4.0}}, "F32", 1),
+    "llama-rope-dynamic-bf16": ({"num_key_value_heads": 2, "max_position_embeddings": 16,
+                                 "rope_scaling": {"type": "dynamic", "factor": 2.0}}, "BF16", 1),
+    "llama-rope-yarn-f32": (dict(_BANDS, num_key_value_heads=2, rope_scaling={
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}), "F32", 1),
+    "llama-rope-yarn-explicit-f16": (dict(_BANDS, num_key_value_heads=1, rope_scaling={
+        "type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+        "beta_fast": 8.0, "beta_slow": 0.5, "attention_factor": 1.2, "truncate": False}),
+        "F16", 1),
+    "llama-rope-llama3-f32": (dict(_BANDS, num_key_value_heads=4, rope_scaling={
+        "rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 2.0,
+        "original_max_position_embeddings": 16}), "F32", 1),
+}
+ROPE_SCALING_LM_MODELS = {  # ordo's format: decoder-only, pre-norm, theta 100
+    "lm-rope-interleaved-dynamic-pre-f32": {
+        "rope_layout": "interleaved", "position_offset": 3, "max_position_embeddings": 16,
+        "rope_scaling": {"rope_type": "dynamic", "factor": 3.0}},
+    "lm-rope-half-yarn-pre-f32": {
+        "rope_layout": "half", "max_position_embeddings": 64,
+        "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                         "original_max_position_embeddings": 16}},
+}
+
 
 def generation_specs():
     """[(name, family, config, options)] in a fixed order; options: dtype, shards,
@@ -420,6 +461,15 @@ def generation_specs():
     for name, (overrides, dtype, shards) in LLAMA_MODELS.items():
         specs.append((name, "llama", dict(LLAMA_BASE, **overrides),
                       {"dtype": dtype, "shards": shards, "final_logits_bias": False}))
+    long = {"prompt_lengths": ROPE_SCALING_PROMPT_LENGTHS}
+    for name, (overrides, dtype, shards) in ROPE_SCALING_LLAMA_MODELS.items():
+        specs.append((name, "llama", dict(LLAMA_BASE, **overrides),
+                      {"dtype": dtype, "shards": shards, "final_logits_bias": False, **long}))
+    for name, overrides in ROPE_SCALING_LM_MODELS.items():
+        cfg = dict(LM_BASE, position_encoding="rope", normalize_before=True, rope_theta=100.0,
+                   **overrides)
+        specs.append((name, "ordo", cfg,
+                      {"dtype": "F32", "shards": 1, "final_logits_bias": False, **long}))
     return specs
 
 
@@ -493,14 +543,16 @@ def robust_lm(model, prompt: list, case_index: int):
 
 def build_generation(name, family, cfg, options, seed):
     """As `build`, for a generation model: (model, [(prompt, continuation)], decided,
-    attempt, draws), one case per PROMPT_LENGTHS range."""
+    attempt, draws), one case per PROMPT_LENGTHS range (options["prompt_lengths"]
+    instead when given)."""
     draws = 0
     for attempt in range(MODEL_ATTEMPTS):
         torch_gen = torch.Generator().manual_seed(_seed_int(seed, name, attempt) % 2**63)
         rng = random.Random(f"{seed}/{name}/{attempt}")
         model = make_generation_model(family, cfg, options, torch_gen)
         full = model.config
-        lengths = [rng.randint(lo, hi) for lo, hi in PROMPT_LENGTHS]
+        lengths = [rng.randint(lo, hi)
+                   for lo, hi in options.get("prompt_lengths", PROMPT_LENGTHS)]
         cases, decided = [], []
         for index, length in enumerate(lengths):
             for _ in range(SOURCE_DRAWS):

@@ -93,12 +93,27 @@ PositionPicture rope(const PositionPictureRequest& r) {
   if (r.model != nullptr) check_width(r, table.cols, "attention head");
   const bool half = table.layout == "half";
   const std::int64_t dim = table.cols;
-  return {{panel_of(table,
-                    "RoPE cos/sin table (theta " + std::to_string(static_cast<long long>(table.rope_theta)) +
+  const auto rope_panel = [&](const PositionTable& t, const std::string& what) {
+    return panel_of(t,
+                    what + " cos/sin table (theta " + std::to_string(static_cast<long long>(t.rope_theta)) +
                         ", head width " + std::to_string(dim) + ")",
                     "position",
-                    half ? "dimension (cos 0.." + std::to_string(dim / 2 - 1) + " | sin)" : "dimension (even: cos, odd: sin)")},
-          "cos / sin of the rotation angle"};
+                    half ? "dimension (cos 0.." + std::to_string(dim / 2 - 1) + " | sin)" : "dimension (even: cos, odd: sin)");
+  };
+  if (r.rope_scaling.empty() || r.rope_scaling == "none")
+    return {{rope_panel(table, "RoPE")}, "cos / sin of the rotation angle"};
+  // The scaled rotations beside the plain ones. A model: the same model loaded with and
+  // without the scaling. Without one: a model trained on length / factor positions
+  // (yarn's and llama3's original length too), so the picture runs to factor x that.
+  const RopeScalingOverride scaling = RopeScalingOverride::parse(r.rope_scaling);
+  const PositionTable plain = r.model != nullptr ? r.plain_model->position_table(r.stack, static_cast<int>(length)) : table;
+  const PositionTable scaled =
+      r.model != nullptr
+          ? table
+          : rotary_table(static_cast<int>(length), static_cast<int>(dim), table.rope_theta, scaling,
+                         std::max(1, static_cast<int>(static_cast<double>(length) / scaling.factor)));
+  return {{rope_panel(plain, "plain RoPE"), rope_panel(scaled, "RoPE, rope_scaling " + r.rope_scaling)},
+          "cos / sin of the rotation angle (times YaRN's attention factor)"};
 }
 
 // A score-bias scheme's picture: a row per head, the bias it adds to a query's score for
@@ -132,7 +147,8 @@ const std::vector<PositionScheme>& position_schemes() {
       {"sinusoidal", "sin/cos of position x frequency (Vaswani et al.; --model: that model's layout and offset)",
        false, sinusoidal},
       {"learned", "the model's trained position table (needs --model)", true, learned},
-      {"rope", "the cos/sin of the rotary angles, per head dimension (--dim: head width; --model: its theta)", false,
+      {"rope", "the cos/sin of the rotary angles, per head dimension (--dim: head width; --model: its theta; "
+       "--rope-scaling TYPE:FACTOR: the scaled table beside the plain one)", false,
        rope},
       {"alibi", "each head's bias over relative position, -m_h * distance (--heads, or --model's; --stack decoder: causal)",
        false, alibi},

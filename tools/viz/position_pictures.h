@@ -17,6 +17,7 @@
 
 #include "ordo/model.hpp"
 #include "ordo/positions.hpp"
+#include "ordo/rope_scaling.hpp"
 #include "tools/viz/heatmap.h"
 
 namespace ordo::tools {
@@ -27,6 +28,10 @@ struct PositionPictureRequest {
   std::int64_t heads = 0;             // score-bias schemes without a model: heads; 0: the default
   const Model* model = nullptr;  // the model to read settings or tables from; null: none given
   Stack stack = Stack::Encoder;  // which stack's table, where a model has one per stack
+  // rope: --rope-scaling TYPE:FACTOR ("": none), drawn beside the plain table. With a
+  // model, `model` is loaded with the scaling and `plain_model` without it.
+  std::string rope_scaling;
+  const Model* plain_model = nullptr;
 };
 
 struct PositionPicture {

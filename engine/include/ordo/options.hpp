@@ -12,6 +12,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "ordo/export.hpp"
@@ -88,6 +91,31 @@ struct DecodingOptions {
   // Throws ordo::OptionError naming the first field that is out of range or contradicts
   // another. Every search calls it; call it yourself to check options early.
   ORDO_API void validate() const;
+};
+
+// A RoPE scaling for Model::load to run a model with instead of its config.json's
+// rope_scaling: an experiment on a shipped model without editing files (`--rope-scaling
+// TYPE:FACTOR`). What each type does is in engine/rope_scaling.h; the config's own
+// parameters of the same type are kept, others get transformers' defaults (yarn and
+// llama3: original_max_position_embeddings = max_position_embeddings; llama3:
+// low_freq_factor 1, high_freq_factor 4, as Llama 3.1).
+struct RopeScalingOverride {
+  std::string type;     // "linear", "dynamic", "yarn", "llama3", or "none" (plain RoPE)
+  double factor = 1.0;  // finite and > 0; "none" takes none
+
+  // "TYPE:FACTOR" ("yarn:4", "linear:2.5") or "none". Throws ordo::OptionError (field
+  // "rope_scaling") naming what is wrong: an unknown type, a factor that is not a
+  // finite number > 0, a missing or extra part.
+  ORDO_API static RopeScalingOverride parse(std::string_view text);
+  // Throws ordo::OptionError (field "rope_scaling") as parse() does.
+  ORDO_API void validate() const;
+};
+
+// How Model::load loads a model directory.
+struct LoadOptions {
+  // Unset: the config's rope_scaling. Set on a model without RoPE positions: Model::load
+  // throws ordo::OptionError (field "rope_scaling").
+  std::optional<RopeScalingOverride> rope_scaling;
 };
 
 }  // namespace ordo

@@ -59,6 +59,11 @@ class ORDO_API Model {
   // ("ordo: warning: ...") when it is empty. Throws ordo::Error naming the file at fault
   // and what is wrong (for a name that is neither, the shipped names).
   static Model load(const std::filesystem::path& directory, const WarningHandler& on_warning = {});
+  // The same, with `options` (a RoPE scaling in place of the config's). Throws
+  // ordo::OptionError (field "rope_scaling") for a scaling the model cannot take (a
+  // model without RoPE, a bad factor), else as above.
+  static Model load(const std::filesystem::path& directory, const LoadOptions& options,
+                    const WarningHandler& on_warning = {});
   // Loads default_model_directory(). Throws ordo::Error when no default model is found
   // (naming where it looked) or when it does not load.
   static Model load_default(const WarningHandler& on_warning = {});

@@ -10,6 +10,7 @@ namespace ordo::tools::bench {
 
 struct BenchOptions {
   std::string model_dir;
+  std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
   std::string shape;
   int batch = 1;
   int src_len = 32;

@@ -37,7 +37,9 @@ class Attention(nn.Module):
     def forward(self, query: Tensor, memory: Tensor, key_padding_mask: Optional[Tensor] = None,
                 causal: bool = False, rope: Optional[Tuple[float, str, int]] = None,
                 bias: Optional[Tensor] = None) -> Tensor:
-        """rope: (theta, layout, offset) to rotate q and k of a self-attention; bias
+        """rope: (theta, layout, offset[, rope_scaling, max_position_embeddings, seq_lens
+        (None, or [B, T]: the sequence length each row's frequencies are those of; see
+        rope_rotate)]) to rotate q and k of a self-attention; bias
         [heads, T, S] added to the scaled scores (ALiBi, T5 relative)."""
         if rope is not None or bias is not None or self.kv_heads != self.heads:
             return self._explicit(query, memory, key_padding_mask, causal, rope, bias)
@@ -66,9 +68,12 @@ class Attention(nn.Module):
         k = self._split(F.linear(memory, self.k_proj.weight, self.k_proj.bias), self.kv_heads)
         v = self._split(F.linear(memory, self.v_proj.weight, self.v_proj.bias), self.kv_heads)
         if rope is not None:
-            theta, layout, offset = rope
-            q = rope_rotate(q, offset + torch.arange(q.shape[2]), theta, layout)
-            k = rope_rotate(k, offset + torch.arange(k.shape[2]), theta, layout)
+            theta, layout, offset = rope[:3]  # the scaling part is optional
+            scaling, max_positions, seq_lens = rope[3:] if len(rope) > 3 else (None, 0, None)
+            q = rope_rotate(q, offset + torch.arange(q.shape[2]), theta, layout, scaling,
+                            max_positions, seq_lens)
+            k = rope_rotate(k, offset + torch.arange(k.shape[2]), theta, layout, scaling,
+                            max_positions, seq_lens)
         group = self.heads // self.kv_heads
         if group > 1:
             k, v = repeat_kv(k, group), repeat_kv(v, group)

@@ -84,6 +84,75 @@ def _check_type(key: str, kind: str, value):
     raise AssertionError(kind)
 
 
+# rope_scaling: each type's keys beside rope_type/type (transformers' required + optional).
+_ROPE_SCALING_KEYS = {
+    "default": ((), ()),
+    "linear": (("factor",), ()),
+    "dynamic": (("factor",), ("original_max_position_embeddings",)),
+    "yarn": (("factor",), ("original_max_position_embeddings", "beta_fast", "beta_slow",
+                           "attention_factor", "truncate")),
+    "llama3": (("factor", "low_freq_factor", "high_freq_factor",
+                "original_max_position_embeddings"), ()),
+}
+
+
+def check_rope_scaling(value, max_position_embeddings: int, head_dims, rope: bool):
+    """A config's rope_scaling (None: plain RoPE), validated: a dict whose rope_type (or
+    older type) is default, linear, dynamic, yarn or llama3, with that type's keys only
+    (_ROPE_SCALING_KEYS; null optional keys count as absent), factor a finite number > 0,
+    original_max_position_embeddings an integer > 0 and (yarn, llama3) at most
+    max_position_embeddings, low_freq_factor < high_freq_factor (both > 0), beta_fast >=
+    beta_slow > 0, attention_factor > 0; dynamic needs every head_dim > 2; only a rope
+    model may scale. Returns it as given (None for None); raises ValueError naming
+    'rope_scaling.<key>'."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"config key 'rope_scaling' must be an object or null, got {value!r}")
+    kind = value.get("rope_type", value.get("type"))
+    if kind not in _ROPE_SCALING_KEYS:
+        raise ValueError(f"config key 'rope_scaling.rope_type': unknown or unsupported {kind!r}")
+    required, optional = _ROPE_SCALING_KEYS[kind]
+    for key in value:
+        if key not in ("rope_type", "type") + required + optional:
+            raise ValueError(f"config key 'rope_scaling.{key}' is not a key of {kind} scaling")
+    for key in required:
+        if value.get(key) is None:
+            raise ValueError(f"config key 'rope_scaling.{key}' is missing")
+    if kind == "default":
+        return value
+    if not rope:
+        raise ValueError("config key 'rope_scaling' is set on a model without rope positions")
+
+    def number(key, default=None):
+        v = value.get(key)
+        if v is None:
+            return default
+        v = _check_type(f"rope_scaling.{key}", "float", v)
+        if v <= 0:
+            raise ValueError(f"config key 'rope_scaling.{key}' must be > 0, got {v}")
+        return v
+    number("factor")
+    original = value.get("original_max_position_embeddings")
+    if original is not None:
+        _check_type("rope_scaling.original_max_position_embeddings", "int", original)
+        if original <= 0 or (kind in ("yarn", "llama3") and original > max_position_embeddings):
+            raise ValueError("config key 'rope_scaling.original_max_position_embeddings' must be "
+                             f"in [1, max_position_embeddings={max_position_embeddings}], "
+                             f"got {original}")
+    if kind == "dynamic" and min(head_dims) <= 2:
+        raise ValueError("config key 'rope_scaling.rope_type': dynamic needs head_dim > 2")
+    if kind == "llama3" and not number("low_freq_factor") < number("high_freq_factor"):
+        raise ValueError("config key 'rope_scaling.low_freq_factor' must be below high_freq_factor")
+    if kind == "yarn":
+        if number("beta_fast", 32.0) < number("beta_slow", 1.0):
+            raise ValueError("config key 'rope_scaling.beta_fast' must be >= beta_slow")
+        number("attention_factor")
+        if not isinstance(value.get("truncate", True), bool):
+            raise ValueError("config key 'rope_scaling.truncate' must be true or false")
+    return value
+
+
 def full_config(partial: dict) -> dict:
     """Returns a new dict with every key of the format, defaults filled in, validated.
 
@@ -155,6 +224,13 @@ def full_config(partial: dict) -> dict:
             if key in cfg and (d // cfg[key]) % 2 != 0:
                 raise ValueError(f"config key '{key}': rope needs an even head_dim, "
                                  f"got d_model/heads = {d // cfg[key]}")
+    if partial.get("rope_scaling") is not None:
+        heads = [cfg[f"{side}_attention_heads"] for side in ("encoder", "decoder")
+                 if f"{side}_attention_heads" in cfg]
+        cfg["rope_scaling"] = check_rope_scaling(partial["rope_scaling"],
+                                                 cfg["max_position_embeddings"],
+                                                 [d // h for h in heads],
+                                                 cfg["position_encoding"] == "rope")
     if cfg["position_encoding"] == "t5_relative":
         buckets, distance = cfg["relative_attention_num_buckets"], cfg["relative_attention_max_distance"]
         if buckets < 4:
@@ -197,7 +273,7 @@ _LLAMA_SCHEMA = [
     ("max_position_embeddings", "int", 2048),
     ("rms_norm_eps", "float", 1e-6),
     ("rope_theta", "float", 10000.0),
-    ("rope_scaling", "null", None),
+    ("rope_scaling", "rope_scaling", None),
     ("attention_bias", "bool", False),
     ("mlp_bias", "bool", False),
     ("tie_word_embeddings", "bool", False),
@@ -215,7 +291,7 @@ def llama_config(partial: dict) -> dict:
     num_attention_heads, num_key_value_heads [= heads, must divide them], head_dim
     [hidden_size / heads; any even size], hidden_act ["silu", the only one],
     max_position_embeddings [2048, informational: RoPE has no table], rms_norm_eps
-    [1e-6], rope_theta [10000], rope_scaling [null, the only one], attention_bias
+    [1e-6], rope_theta [10000], rope_scaling [null; check_rope_scaling], attention_bias
     [false], mlp_bias [false], tie_word_embeddings [false], bos_token_id and
     pad_token_id (absent, null or an id: kept as given), eos_token_id (an id or a
     non-empty list of ids; required), torch_dtype ["float32" | "float16" | "bfloat16",
@@ -231,10 +307,8 @@ def llama_config(partial: dict) -> dict:
         if kind == "nullable_int":
             if present:
                 cfg[key] = None if value is None else _check_type(key, "int", value)
-        elif kind == "null":
-            if value is not None:
-                raise ValueError(f"config key '{key}' must be null (not supported), got {value!r}")
-            cfg[key] = None
+        elif kind == "rope_scaling":
+            cfg[key] = value  # checked below, once head_dim is known
         elif kind == "eos":
             if value is None:
                 raise ValueError(f"config key '{key}' is required")
@@ -283,6 +357,8 @@ def llama_config(partial: dict) -> dict:
     for key in ("rms_norm_eps", "rope_theta"):
         if cfg[key] <= 0:
             raise ValueError(f"config key '{key}' must be > 0, got {cfg[key]}")
+    cfg["rope_scaling"] = check_rope_scaling(cfg["rope_scaling"], cfg["max_position_embeddings"],
+                                             [cfg["head_dim"]], True)
     V = cfg["vocab_size"]
     eos = cfg["eos_token_id"]
     for key, ids in (("bos_token_id", [cfg.get("bos_token_id")]),

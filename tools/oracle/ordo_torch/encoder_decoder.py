@@ -122,11 +122,17 @@ class Stack(nn.Module):
             self.layer_norm = nn.LayerNorm(d, eps=cfg["layer_norm_eps"])
         self.dropout = 0.0
 
-    def rope(self):
+    def rope(self, seq_lens: Optional[Tensor] = None):
+        """The self-attention's rope argument (attention.py), or None; seq_lens [B, T]:
+        tokens of the sequence when row t was computed (None: one pass over the whole
+        input), position_offset added here."""
         c = self.cfg
         if c["position_encoding"] != "rope":
             return None
-        return (c["rope_theta"], c["rope_layout"], c["position_offset"])
+        if seq_lens is not None:  # tokens -> positions: the last position + 1
+            seq_lens = seq_lens + c["position_offset"]
+        return (c["rope_theta"], c["rope_layout"], c["position_offset"], c.get("rope_scaling"),
+                c["max_position_embeddings"], seq_lens)
 
     def score_bias(self, length: int) -> Optional[Tensor]:
         """The self-attention score bias [heads, length, length] for queries and keys at
@@ -263,14 +269,17 @@ class OrdoModel(Seq2SeqMixin, GenerationMixin, nn.Module):
         return enc.finish(x)
 
     def decode(self, memory: Optional[Tensor], src_padding: Optional[Tensor], tgt_in_ids: Tensor,
-               tgt_padding: Optional[Tensor] = None) -> Tensor:
+               tgt_padding: Optional[Tensor] = None,
+               rope_lengths: Optional[Tensor] = None) -> Tensor:
         """Logits [B, T, V] for decoder inputs [B, T] (causal), given encoder output (None
         for a decoder-only model). tgt_padding [B, T] (True = pad) masks padded decoder
-        inputs as self-attention keys."""
+        inputs as self-attention keys. rope_lengths [B, T]: with rope_scaling, the
+        sequence length each row is rotated for (rope_rotate's seq_lens; None: the
+        padded length)."""
         dec = self.model.decoder
         table = self.model.decoder_embeddings()
         x = dec.embed(tgt_in_ids, table)
-        rope, bias = dec.rope(), dec.score_bias(tgt_in_ids.shape[1])
+        rope, bias = dec.rope(rope_lengths), dec.score_bias(tgt_in_ids.shape[1])
         for layer in dec.layers:
             x = layer(x, memory, src_padding, rope, tgt_padding, bias)
         x = dec.finish(x)
@@ -283,13 +292,15 @@ class OrdoModel(Seq2SeqMixin, GenerationMixin, nn.Module):
                 src_padding: Optional[Tensor] = None) -> Tensor:
         return self.decode(self.encode(src_ids, src_padding), src_padding, tgt_in_ids)
 
-    def lm_logits(self, ids: Tensor, padding: Optional[Tensor] = None) -> Tensor:
+    def lm_logits(self, ids: Tensor, padding: Optional[Tensor] = None,
+                  rope_lengths: Optional[Tensor] = None) -> Tensor:
         """A decoder-only model's logits [B, T, V] for inputs [B, T]: the decoder with no
-        cross-attention, positions position_offset + t. padding [B, T], True = pad."""
+        cross-attention, positions position_offset + t. padding [B, T], True = pad;
+        rope_lengths as decode takes them."""
         if not self.decoder_only:
             raise ValueError("lm_logits needs a decoder-only model (encoder_layers 0); "
                              "an encoder-decoder decodes with decode/greedy/beam_search")
-        return self.decode(None, None, ids, padding)
+        return self.decode(None, None, ids, padding, rope_lengths)
 
     @property
     def eos_ids(self) -> Tuple[int, ...]:

@@ -1,7 +1,7 @@
 """LLaMA as Hugging Face's LlamaForCausalLM lays it out (`LlamaModel`; config:
 `llama_config`; tensor names: LlamaModel's docstring), written from its formulas:
-RMSNorm, SwiGLU, RoPE in the half (rotate_half) layout from position 0, grouped-query
-attention."""
+RMSNorm, SwiGLU, RoPE in the half (rotate_half) layout from position 0 (with the
+config's rope_scaling, positions.rope_inv_freq), grouped-query attention."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -45,12 +45,14 @@ class LlamaAttention(nn.Module):
         hidden, bias = cfg["hidden_size"], cfg["attention_bias"]
         self.heads, self.kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
         self.head_dim, self.theta = cfg["head_dim"], cfg["rope_theta"]
+        self.scaling, self.max_positions = cfg["rope_scaling"], cfg["max_position_embeddings"]
         self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=bias)
         self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
         self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=bias)
 
-    def forward(self, x: Tensor, padding: Optional[Tensor]) -> Tensor:
+    def forward(self, x: Tensor, padding: Optional[Tensor],
+                rope_lengths: Optional[Tensor] = None) -> Tensor:
         B, T, _ = x.shape
 
         def split(t: Tensor, heads: int) -> Tensor:
@@ -60,8 +62,10 @@ class LlamaAttention(nn.Module):
         k = split(self.k_proj(x), self.kv_heads)
         v = split(self.v_proj(x), self.kv_heads)
         positions = torch.arange(T)
-        q = rope_rotate(q, positions, self.theta, "half")
-        k = rope_rotate(k, positions, self.theta, "half")
+        q = rope_rotate(q, positions, self.theta, "half", self.scaling, self.max_positions,
+                        rope_lengths)
+        k = rope_rotate(k, positions, self.theta, "half", self.scaling, self.max_positions,
+                        rope_lengths)
         group = self.heads // self.kv_heads
         if group > 1:
             k, v = repeat_kv(k, group), repeat_kv(v, group)
@@ -92,8 +96,9 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg["hidden_size"], cfg["rms_norm_eps"])
         self.mlp = LlamaMLP(cfg)
 
-    def forward(self, h: Tensor, padding: Optional[Tensor]) -> Tensor:
-        h = h + self.self_attn(self.input_layernorm(h), padding)
+    def forward(self, h: Tensor, padding: Optional[Tensor],
+                rope_lengths: Optional[Tensor] = None) -> Tensor:
+        h = h + self.self_attn(self.input_layernorm(h), padding, rope_lengths)
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
@@ -143,12 +148,15 @@ class LlamaModel(GenerationMixin, nn.Module):
             elif isinstance(m, RMSNorm):
                 m.weight.fill_(1.0)
 
-    def lm_logits(self, ids: Tensor, padding: Optional[Tensor] = None) -> Tensor:
-        """Logits [B, T, V] for ids [B, T] (positions 0..T-1); padding [B, T], True = pad."""
+    def lm_logits(self, ids: Tensor, padding: Optional[Tensor] = None,
+                  rope_lengths: Optional[Tensor] = None) -> Tensor:
+        """Logits [B, T, V] for ids [B, T] (positions 0..T-1); padding [B, T], True = pad.
+        rope_lengths [B, T]: with rope_scaling, the sequence length row t's frequencies
+        are those of (rope_rotate's seq_lens; None: T, one pass)."""
         table = self.model.embed_tokens.weight
         h = F.embedding(ids, table)
         for layer in self.model.layers:
-            h = layer(h, padding)
+            h = layer(h, padding, rope_lengths)
         h = self.model.norm(h)
         return F.linear(h, self.lm_head.weight if hasattr(self, "lm_head") else table)
 

@@ -130,9 +130,10 @@ class GenerationMixin:
     0, LlamaModel). A prompt is the decoder's input as it is (nothing is prepended);
     every sequence's positions start at 0 (plus position_offset, for ordo).
 
-    The model provides `lm_logits(ids [B, T], padding [B, T] or None) -> [B, T, V]`
-    (causal: row t depends on ids[:, :t + 1] only; padding True = a right-padded slot,
-    masked as a key), `eos_ids` (a tuple: emitting any of them ends a sequence) and
+    The model provides `lm_logits(ids [B, T], padding [B, T] or None, rope_lengths [B,
+    T] or None) -> [B, T, V]` (causal: row t depends on ids[:, :t + 1] only; padding
+    True = a right-padded slot, masked as a key; rope_lengths: how long the sequence was
+    when row t was computed, which dynamic RoPE scaling rotates by), `eos_ids` (a tuple: emitting any of them ends a sequence) and
     `lm_pad_id` (the id right-padding is written with; padded slots are masked and
     their outputs never read, so it does not change any result).
 
@@ -140,6 +141,18 @@ class GenerationMixin:
     oracle). Greedy ties go to the lowest id. The *_batch methods compute, in one
     right-padded batch, what the one-sequence methods compute for each sequence.
     """
+
+    @staticmethod
+    def _rope_lengths(lengths: Sequence[int], prompts: Sequence[int], T: int) -> Tensor:
+        """[B, T]: how many tokens sequence b had when row t was computed, as a KV-cached
+        decode computes them: its prompt in one pass (prompts[b] tokens), then one token
+        at a time (t + 1), never more than lengths[b] (padding rows: its length). A
+        teacher-forced score is one pass: prompts = lengths. Only dynamic RoPE scaling
+        reads it (positions.rope_rotate)."""
+        t = torch.arange(T)[None, :] + 1
+        prompt = torch.tensor(list(prompts))[:, None]
+        length = torch.tensor(list(lengths))[:, None]
+        return torch.minimum(torch.maximum(t, prompt), length)
 
     def _padded(self, rows: List[List[int]]) -> Tuple[Tensor, Optional[Tensor], Tensor]:
         """Right-padded ids [B, T] (lm_pad_id), padding [B, T] (True = pad; None for a
@@ -163,8 +176,9 @@ class GenerationMixin:
         if not rows:
             return []
         with _eval_mode(self):
-            ids, padding, _ = self._padded(rows)
-            logp = torch.log_softmax(self.lm_logits(ids, padding).to(torch.float64), dim=-1)
+            ids, padding, lengths = self._padded(rows)
+            rope = self._rope_lengths(lengths.tolist(), lengths.tolist(), ids.shape[1])
+            logp = torch.log_softmax(self.lm_logits(ids, padding, rope).to(torch.float64), dim=-1)
             nxt = torch.cat([ids[:, 1:], ids[:, :1]], dim=1)  # next token (last: unused)
             picked = logp.gather(2, nxt[:, :, None])[:, :, 0].tolist()
             return [row[:len(r) - 1] for row, r in zip(picked, rows)]
@@ -174,7 +188,8 @@ class GenerationMixin:
         """Greedy continuation of a prompt: up to max_length generated tokens (the prompt
         excluded), stopping after the first eos (included). Returns (ids, margins), the
         margin of a step being top1 - top2 of its logits. Each step runs the whole
-        sequence so far (no cache)."""
+        sequence so far (no cache), each row rotated as a KV-cached decode rotates it
+        (_rope_lengths: what differs only under dynamic RoPE scaling)."""
         ids, margins = self.lm_greedy_batch([prompt_ids], max_length)
         return ids[0], margins[0]
 
@@ -191,10 +206,12 @@ class GenerationMixin:
             return out, margins
         eos = set(self.eos_ids)
         done = [False] * B
+        prompt_lengths = [len(p) for p in seqs]
         with _eval_mode(self):
             for _ in range(max_length):
                 ids, padding, lengths = self._padded(seqs)
-                logits = self.lm_logits(ids, padding)[torch.arange(B), lengths - 1]  # [B, V]
+                rope = self._rope_lengths(lengths.tolist(), prompt_lengths, ids.shape[1])
+                logits = self.lm_logits(ids, padding, rope)[torch.arange(B), lengths - 1]  # [B, V]
                 best, gaps = _best_and_gaps(logits)
                 for b in range(B):
                     if done[b]:
@@ -221,7 +238,9 @@ class GenerationMixin:
 
         def next_logits(prefixes: List[List[int]]) -> Tensor:
             ids = torch.tensor([prompt + prefix for prefix in prefixes], dtype=torch.long)
-            return self.lm_logits(ids, None)[:, -1]
+            B, T = ids.shape
+            rope = self._rope_lengths([T] * B, [len(prompt)] * B, T)
+            return self.lm_logits(ids, None, rope)[:, -1]
 
         with _eval_mode(self):
             return _beam_search(next_logits, self.eos_ids, beam_size, n_best, length_penalty,

@@ -101,13 +101,23 @@ class GenerationConfigTest(unittest.TestCase):
             "num_key_value_heads": dict(cfg, num_key_value_heads=3),
             "head_dim": dict(cfg, head_dim=5),
             "hidden_act": dict(cfg, hidden_act="gelu"),
-            "rope_scaling": dict(cfg, rope_scaling={"type": "linear", "factor": 2.0}),
+            "rope_scaling.rope_type": dict(cfg, rope_scaling={"type": "longrope", "factor": 2.0}),
+            "rope_scaling.factor": dict(cfg, rope_scaling={"rope_type": "linear", "factor": -1}),
+            "rope_scaling.mscale": dict(cfg, rope_scaling={"rope_type": "yarn", "factor": 2.0,
+                                                           "mscale": 1.0}),
+            "rope_scaling.low_freq_factor": dict(cfg, rope_scaling={
+                "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
+                "high_freq_factor": 1.0, "original_max_position_embeddings": 1024}),
+            "rope_scaling.original_max_position_embeddings": dict(cfg, rope_scaling={
+                "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}),
             "eos_token_id": dict(cfg, eos_token_id=[1, 10]),
             "torch_dtype": dict(cfg, torch_dtype="int8"),
         }
         for key, c in bad.items():
             with self.subTest(key=key), self.assertRaisesRegex(ValueError, f"'{key}'"):
                 llama_config(c)
+        scaled = llama_config(dict(cfg, rope_scaling={"type": "linear", "factor": 2.0}))
+        self.assertEqual(scaled["rope_scaling"], {"type": "linear", "factor": 2.0})
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ class ParityModelsTest(unittest.TestCase):
 
     def check_generation_models(self, tmp: Path, index: dict):
         names = index["generation_models"]
-        self.assertEqual(len(names), 24)
+        self.assertEqual(len(names), 31)
         self.assertFalse(set(names) & set(index["models"]))
         seen = set()
         for name in names:
@@ -168,6 +168,14 @@ class ParityModelsTest(unittest.TestCase):
                     seen.add("llama head_dim")
                 if isinstance(cfg["eos_token_id"], list) and len(cfg["eos_token_id"]) == 2:
                     seen.add("llama eos list")
+            scaling = cfg.get("rope_scaling")
+            if scaling is not None:
+                kind = scaling.get("rope_type", scaling.get("type"))
+                seen.add(("rope_scaling", family, kind))
+                trained = (scaling.get("original_max_position_embeddings")
+                           or cfg["max_position_embeddings"])
+                longest = max(len(c["prompt_ids"]) + len(c["greedy_ids"]) for c in ref["cases"])
+                self.assertGreaterEqual(longest, 2.5 * trained, name)
             eos = set(model.eos_ids)
             cases = ref["cases"]
             self.assertGreaterEqual(len(cases), 5)
@@ -216,7 +224,10 @@ class ParityModelsTest(unittest.TestCase):
                      ("llama dtype", "BF16"), ("llama sharded", True), ("llama sharded", False),
                      "llama head_dim", "llama eos list", ("greedy stopped", True),
                      ("greedy stopped", False), ("beam finished", True),
-                     ("beam finished", False)):
+                     ("beam finished", False), ("rope_scaling", "llama", "linear"),
+                     ("rope_scaling", "llama", "dynamic"), ("rope_scaling", "llama", "yarn"),
+                     ("rope_scaling", "llama", "llama3"), ("rope_scaling", "ordo", "dynamic"),
+                     ("rope_scaling", "ordo", "yarn")):
             self.assertIn(need, seen)
 
 
