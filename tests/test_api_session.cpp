@@ -131,6 +131,12 @@ TEST(ApiSession, CallsOutOfOrderOrOfTheWrongSizeAreErrors) {
   EXPECT_TRUE(says([&] { session.step(std::vector<int>{1}); }, "before start()"));
   EXPECT_TRUE(says([&] { session.reorder(one); }, "before start()"));
   EXPECT_TRUE(says([&] { session.encode(source, 2, static_cast<int>(source.size())); }, "ids for 2 sources"));
+  // An encode that fails leaves nothing to start from, not the half-written batch.
+  session.encode(source, 1, static_cast<int>(source.size()));
+  std::vector<int> bad = source;
+  bad[0] = model.vocabulary_size(ordo::Stack::Encoder);
+  EXPECT_THROW(session.encode(bad, 1, static_cast<int>(bad.size())), ordo::Error);
+  EXPECT_TRUE(says([&] { session.start(one, 1, 4); }, "before encode()"));
   session.encode(source, 1, static_cast<int>(source.size()));
   EXPECT_TRUE(says([&] { session.start(std::vector<int>{0, 0}, 1, 4); }, "room for 1"));
   EXPECT_TRUE(says([&] { session.start(std::vector<int>{1}, 1, 4); }, "source 1"));

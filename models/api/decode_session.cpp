@@ -75,6 +75,7 @@ void DecodeSession::encode(std::span<const int> ids, int sources, int length) {
   check_sequence_length("decode session", "a source", length, "encode shorter sources");
   model.encoder->embedding().check_length(length);
   s.started = false;  // a new batch: sequences of the old one would read the wrong memory
+  s.encoded = false;  // until this encode has succeeded
   s.first_steps.assign(static_cast<std::size_t>(sources), 0);
   s.lengths.assign(static_cast<std::size_t>(sources), length);
   s.memory.lengths = s.lengths;

@@ -43,7 +43,8 @@ struct Logits {
 
 class ORDO_API DecodeSession {
  public:
-  // A session on `model`, which it keeps alive. Throws nothing but std::bad_alloc.
+  // A session on `model`, which it keeps alive. Throws nothing but std::bad_alloc. A
+  // moved-from session may only be assigned to or destroyed.
   explicit DecodeSession(const Model& model);
   ~DecodeSession();
   DecodeSession(DecodeSession&&) noexcept;
