@@ -16,7 +16,8 @@ import sentencepiece as spm
 import torch
 
 from .marian import MARIAN_DEFAULTS, MarianMTModel, marian_config
-from .model_dirs import _SAVE_DTYPES, _TORCH_DTYPE_NAMES, read_weight_files, round_weights_, write_weight_files
+from .model_dirs import (_SAVE_DTYPES, _TORCH_DTYPE_NAMES, load_checked, read_weight_files, round_weights_,
+                         write_weight_files)
 
 # What save_pretrained adds to MarianConfig's keys (PretrainedConfig's own).
 _SAVED_EXTRAS = {"architectures": ["MarianMTModel"], "transformers_version": "4.44.0"}
@@ -51,18 +52,7 @@ def load_marian_dir(path, dtype: Optional[torch.dtype] = None) -> MarianMTModel:
     config = json.loads((path / "config.json").read_text())
     source, tensors = read_weight_files(path)
     model = MarianMTModel(config, positions_in_file="model.encoder.embed_positions.weight" in tensors)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise ValueError(f"{source}: missing tensors {missing}, unexpected tensors {unexpected}")
-    for name, t in tensors.items():
-        if tuple(t.shape) != tuple(expected[name].shape):
-            raise ValueError(f"{source}: tensor '{name}' has shape {list(t.shape)}, "
-                             f"expected {list(expected[name].shape)}")
-    dtype = dtype or torch.get_default_dtype()
-    model.to(dtype).load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
-    return model.eval()
+    return load_checked(model, source, tensors, dtype)
 
 
 def train_spm(lines: Iterable[str], vocab_size: int) -> bytes:

@@ -55,6 +55,26 @@ def save_model_dir(model: OrdoModel, out_dir, dtype: str = "F32",
     write_safetensors(out / "model.safetensors", tensors, metadata={"format": "pt"})
 
 
+def load_checked(model: nn.Module, source, tensors: dict, dtype: Optional[torch.dtype]) -> nn.Module:
+    """Loads `tensors` into `model` in eval mode, computing in `dtype` (default: torch's
+    default dtype), after checking that they are exactly the model's tensors, with its
+    shapes and a floating-point dtype; `source` names the file(s) in errors."""
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        raise ValueError(f"{source}: missing tensors {missing}, unexpected tensors {unexpected}")
+    for name, t in tensors.items():
+        if tuple(t.shape) != tuple(expected[name].shape):
+            raise ValueError(f"{source}: tensor '{name}' has shape {list(t.shape)}, "
+                             f"expected {list(expected[name].shape)}")
+        if not t.is_floating_point():
+            raise ValueError(f"{source}: tensor '{name}' is {t.dtype}")
+    dtype = dtype or torch.get_default_dtype()
+    model.to(dtype).load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
+    return model.eval()
+
+
 def load_model_dir(path, dtype: Optional[torch.dtype] = None) -> OrdoModel:
     """Loads a model directory into an OrdoModel in eval mode that computes in `dtype`
     (default: torch's default dtype; float64 for the oracle, see DTYPES in the package
@@ -64,21 +84,7 @@ def load_model_dir(path, dtype: Optional[torch.dtype] = None) -> OrdoModel:
     config = full_config(json.loads((path / "config.json").read_text()))
     tensors = read_safetensors(path / "model.safetensors")
     model = OrdoModel(config, final_logits_bias="final_logits_bias" in tensors)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise ValueError(f"{path / 'model.safetensors'}: missing tensors {missing}, "
-                         f"unexpected tensors {unexpected}")
-    for name, t in tensors.items():
-        if tuple(t.shape) != tuple(expected[name].shape):
-            raise ValueError(f"{path / 'model.safetensors'}: tensor '{name}' has shape "
-                             f"{list(t.shape)}, expected {list(expected[name].shape)}")
-        if not t.is_floating_point():
-            raise ValueError(f"{path / 'model.safetensors'}: tensor '{name}' is {t.dtype}")
-    dtype = dtype or torch.get_default_dtype()
-    model.to(dtype).load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
-    return model.eval()
+    return load_checked(model, path / "model.safetensors", tensors, dtype)
 
 
 _TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
@@ -196,18 +202,4 @@ def load_llama_dir(path, dtype: Optional[torch.dtype] = None) -> LlamaModel:
     path = Path(path)
     config = llama_config(json.loads((path / "config.json").read_text()))
     source, tensors = read_weight_files(path)
-    model = LlamaModel(config)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise ValueError(f"{source}: missing tensors {missing}, unexpected tensors {unexpected}")
-    for name, t in tensors.items():
-        if tuple(t.shape) != tuple(expected[name].shape):
-            raise ValueError(f"{source}: tensor '{name}' has shape {list(t.shape)}, "
-                             f"expected {list(expected[name].shape)}")
-        if not t.is_floating_point():
-            raise ValueError(f"{source}: tensor '{name}' is {t.dtype}")
-    dtype = dtype or torch.get_default_dtype()
-    model.to(dtype).load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
-    return model.eval()
+    return load_checked(LlamaModel(config), source, tensors, dtype)
