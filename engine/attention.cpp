@@ -51,7 +51,8 @@ void AttentionScratch::reserve_scores(Index elements) {
 
 void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
                                   Index heads, const AttentionMask& mask, const ScoreBias* bias,
-                                  Matrix& scores, MatrixRef context, const AttentionSite& site) {
+                                  Matrix& scores, MatrixRef context, const AttentionSite& site,
+                                  ScoreScaling scaling) {
   const Index d = q.cols();
   const Index head_dim = heads > 0 && d % heads == 0 ? d / heads : 0;
   const Index kv_heads = head_dim > 0 ? k.cols() / head_dim : 0;
@@ -65,12 +66,13 @@ void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatri
     throw Error("attention", "no keys to attend to for " + std::to_string(q.rows()) + " queries");
 
   const Index group = heads / kv_heads;  // query heads per K/V head
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale =
+      scaling == ScoreScaling::InverseSqrtHeadDim ? 1.0f / std::sqrt(static_cast<float>(head_dim)) : 1.0f;
   scores.resize(q.rows(), k.rows());
   for (Index h = 0; h < heads; ++h) {
     const Index first = h * head_dim;
     const Index kv_first = (h / group) * head_dim;
-    // q_h [Tq, dh] x k_g^T [dh, Tk] -> scores [Tq, Tk], times 1/sqrt(dh)
+    // q_h [Tq, dh] x k_g^T [dh, Tk] -> scores [Tq, Tk], times 1/sqrt(dh) (or 1)
     ops::matmul_nt(q.col_block(first, head_dim), k.col_block(kv_first, head_dim), scores, scale);
     if (bias != nullptr) bias->add(scores, h, mask.first_query_step);
     if (mask.causal) apply_causal_mask(mask.first_query_step, scores);
@@ -84,8 +86,12 @@ void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatri
 
 MultiHeadAttention::MultiHeadAttention(AttentionWeights weights, Index heads,
                                        std::shared_ptr<const RotaryEmbedding> rotary,
-                                       std::shared_ptr<const ScoreBias> bias)
-    : weights_(std::move(weights)), heads_(heads), rotary_(std::move(rotary)), bias_(std::move(bias)) {}
+                                       std::shared_ptr<const ScoreBias> bias, ScoreScaling scaling)
+    : weights_(std::move(weights)),
+      heads_(heads),
+      rotary_(std::move(rotary)),
+      bias_(std::move(bias)),
+      scaling_(scaling) {}
 
 void MultiHeadAttention::project_self(ConstMatrixRef x, const BatchRows& rows,
                                       AttentionScratch& scratch) const {
@@ -118,7 +124,7 @@ void MultiHeadAttention::self_attention(ConstMatrixRef x, const BatchRows& rows,
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), keys, values, heads_,
                                  AttentionMask{false, rows.first_step(s)}, bias_.get(), scores,
                                  rows.of(scratch.context.view(), s),
-                                 {scratch.observer, AttentionKind::Encoder, scratch.layer, s});
+                                 {scratch.observer, AttentionKind::Encoder, scratch.layer, s}, scaling_);
   });
   ops::linear(scratch.context, weights_.out, out);
 }
@@ -162,7 +168,7 @@ void MultiHeadAttention::cached_self_attention(ConstMatrixRef x, const BatchRows
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), std::as_const(cache).keys(slot, 0, visible),
                                  std::as_const(cache).values(slot, 0, visible), heads_, AttentionMask{true, first},
                                  bias_.get(), scores, context,
-                                 {scratch.observer, AttentionKind::Decoder, scratch.layer, s});
+                                 {scratch.observer, AttentionKind::Decoder, scratch.layer, s}, scaling_);
   });
   ops::linear(scratch.context, weights_.out, out);
 }
@@ -194,7 +200,7 @@ void MultiHeadAttention::cross_attention(ConstMatrixRef x, const BatchRows& rows
     scaled_dot_product_attention(rows.of(scratch.queries.view(), s), memory.keys(source, 0, length),
                                  memory.values(source, 0, length), heads_, AttentionMask{false, rows.first_step(s)},
                                  nullptr, scores, rows.of(scratch.context.view(), s),
-                                 {scratch.observer, AttentionKind::Cross, scratch.layer, s});
+                                 {scratch.observer, AttentionKind::Cross, scratch.layer, s}, scaling_);
   });
   ops::linear(scratch.context, weights_.out, out);
 }

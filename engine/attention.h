@@ -12,7 +12,8 @@
 //   k, v = kv-source W^T + b        [Tk, kv]   per sequence: its own rows, its cache
 //                                              slot, or its source's memory
 //   per sequence s, per head h:
-//     s_h = q_h k_g^T / sqrt(dh)    [T, Tk]    (+ score bias) (causal mask) -> softmax
+//     s_h = q_h k_g^T * scale       [T, Tk]    (+ score bias) (causal mask) -> softmax
+//                                              scale: 1/sqrt(dh), or 1 (ScoreScaling)
 //     c_h = s_h v_g                 [T, dh]    written into columns of c [S*T, d]
 //   out = c Wo^T + bo               [S*T, d]
 //
@@ -34,6 +35,11 @@
 #include "ordo/results.hpp"
 
 namespace ordo {
+
+// What the scores q k^T are multiplied by before bias, mask and softmax: 1/sqrt(dh)
+// (Vaswani et al.), or nothing at all (T5, which folds the factor into its
+// initialisation of the query projection; its checkpoints run only unscaled).
+enum class ScoreScaling { InverseSqrtHeadDim, None };
 
 struct AttentionMask {
   bool causal = false;
@@ -97,7 +103,8 @@ struct AttentionSite {
 // if any. Throws Error on inconsistent shapes.
 void scaled_dot_product_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
                                   Index heads, const AttentionMask& mask, const ScoreBias* bias,
-                                  Matrix& scores, MatrixRef context, const AttentionSite& site = {});
+                                  Matrix& scores, MatrixRef context, const AttentionSite& site = {},
+                                  ScoreScaling scaling = ScoreScaling::InverseSqrtHeadDim);
 
 struct AttentionWeights {
   Linear q, k, v, out;
@@ -113,11 +120,16 @@ struct MemoryIndex {
 class MultiHeadAttention {
  public:
   // `rotary` (RoPE) and `bias` (ALiBi, T5) apply to self-attention only; null for none.
+  // The heads are q's width / heads wide, which need not be d_model / heads (T5's
+  // d_kv): q, k, v are [heads x head_dim, d] and out [d, heads x head_dim].
   MultiHeadAttention(AttentionWeights weights, Index heads,
                      std::shared_ptr<const RotaryEmbedding> rotary,
-                     std::shared_ptr<const ScoreBias> bias = nullptr);
+                     std::shared_ptr<const ScoreBias> bias = nullptr,
+                     ScoreScaling scaling = ScoreScaling::InverseSqrtHeadDim);
 
   Index heads() const { return heads_; }
+  ScoreScaling scaling() const { return scaling_; }
+  // The width of q and of the context (heads x head_dim; d_model in most families).
   Index model_dim() const { return weights_.q.out_features(); }
   Index kv_dim() const { return weights_.k.out_features(); }
 
@@ -150,6 +162,7 @@ class MultiHeadAttention {
   Index heads_;
   std::shared_ptr<const RotaryEmbedding> rotary_;
   std::shared_ptr<const ScoreBias> bias_;
+  ScoreScaling scaling_;
 };
 
 }  // namespace ordo

@@ -66,12 +66,13 @@ void DecoderState::reorder(std::span<const Index> parents) {
 
 Decoder::Decoder(Embedding embedding, std::vector<DecoderLayer> layers,
                  std::optional<NormWeights> final_norm, NormPlacement placement,
-                 Linear output_projection)
+                 Linear output_projection, float head_scale)
     : embedding_(std::move(embedding)),
       layers_(std::move(layers)),
       final_norm_(std::move(final_norm)),
       placement_(placement),
-      output_(std::move(output_projection)) {
+      output_(std::move(output_projection)),
+      head_scale_(head_scale) {
   for (const DecoderLayer& layer : layers_)
     if (layer.cross_attention.has_value() != has_cross_attention())
       throw Error("decoder", "some layers have cross-attention and some do not",
@@ -237,6 +238,7 @@ void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_
     out = state.last_rows_.view();
   }
   if (final_norm_) ops::normalize(out, *final_norm_, placement_.eps, out);
+  if (head_scale_ != 1.0f) ops::scale(out, head_scale_);  // T5's tied head
   logits.resize(out.rows(), vocab_size());
   ops::linear(out, output_, logits);
   for (Index s = 0; s < rows.sequences(); ++s) state.steps_[static_cast<std::size_t>(s)] += rows.length(s);

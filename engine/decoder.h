@@ -12,7 +12,8 @@
 // sequence parents[i] (and a shorter parents list drops sequences that finished).
 //
 //   tokens [S*T] -> embed -> N x [causal self-attn, (cross-attn), feed-forward]
-//               -> (pre-norm: final LN) -> logits [S*T, V] = h W^T (+ final_logits_bias)
+//               -> (pre-norm: final LN) -> logits [S*T, V] = (h * head_scale) W^T (+ final_logits_bias)
+// head_scale is 1 except where a family scales its tied head (T5: d_model^-0.5).
 #pragma once
 
 #include <cstdint>
@@ -98,9 +99,10 @@ class DecoderState {
 
 class Decoder {
  public:
+  // `head_scale` multiplies the last hidden states before the output projection.
   Decoder(Embedding embedding, std::vector<DecoderLayer> layers,
           std::optional<NormWeights> final_norm, NormPlacement placement,
-          Linear output_projection);
+          Linear output_projection, float head_scale = 1.0f);
 
   // Binds the encoder output of a batch and opens one live sequence per entry of
   // source_of (each an index into memory's sources), with room for up to
@@ -155,6 +157,7 @@ class Decoder {
   std::optional<NormWeights> final_norm_;
   NormPlacement placement_;
   Linear output_;
+  float head_scale_;
 };
 
 }  // namespace ordo

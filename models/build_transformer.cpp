@@ -108,7 +108,7 @@ class Binder {
                                     const SelfAttentionPositions& positions) const {
     return MultiHeadAttention({linear(stack, Role::SelfQuery, layer), linear(stack, Role::SelfKey, layer),
                                linear(stack, Role::SelfValue, layer), linear(stack, Role::SelfOutput, layer)},
-                              heads, positions.rotary, positions.bias);
+                              heads, positions.rotary, positions.bias, config_.attention_scaling);
   }
 
   // Cross-attention is never rotated: source and target positions are unrelated.
@@ -116,7 +116,7 @@ class Binder {
     const Stack d = Stack::Decoder;
     return {MultiHeadAttention({linear(d, Role::CrossQuery, layer), linear(d, Role::CrossKey, layer),
                                 linear(d, Role::CrossValue, layer), linear(d, Role::CrossOutput, layer)},
-                               config_.decoder_attention_heads, nullptr),
+                               config_.decoder_attention_heads, nullptr, nullptr, config_.attention_scaling),
             norm(d, Role::CrossNorm, layer)};
   }
 
@@ -174,11 +174,15 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
   if (!output.bias.empty())  // stored as [1, V]; a bias is a vector
     output.bias = TensorView(output.bias.data(), {config.decoder_vocab_size});
 
+  // T5 reads its tied head through hidden states scaled by d_model^-0.5.
+  const float head_scale = config.tie_word_embeddings && config.scale_tied_head
+                               ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.d_model)))
+                               : 1.0f;
   SpecialTokens tokens{config.pad_token_id, config.eos_token_id, config.other_eos_token_ids,
                        config.decoder_start_token_id, config.bos_token_id};
   return Transformer{std::move(encoder),
                      Decoder(bind.embedding(d), std::move(layers), bind.optional_norm(d, Role::FinalNorm),
-                             bind.placement(), output),
+                             bind.placement(), output, head_scale),
                      std::move(tokens)};
 }
 

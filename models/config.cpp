@@ -15,6 +15,7 @@
 #include "models/json_message.h"
 #include "models/llama_config.h"
 #include "models/marian_config.h"
+#include "models/t5_config.h"
 #include "models/rope_scaling_config.h"
 
 namespace ordo {
@@ -56,6 +57,8 @@ constexpr EnumName<Family> kFamilies[] = {
     {"ordo", Family::Ordo},
     {"llama", Family::Llama},
     {"marian", Family::Marian},
+    {"t5", Family::T5},
+    {"mt5", Family::T5},  // MT5Config: T5's keys, other defaults
 };
 constexpr EnumName<NormKind> kNormKinds[] = {
     {"layer_norm", NormKind::LayerNorm},
@@ -238,6 +241,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
     c = llama_config(json, source);
   } else if (type == "marian") {
     c = marian_config(json, source);
+  } else if (type == "t5" || type == "mt5") {
+    c = t5_config(json, source, type);
   } else {
     std::vector<std::string_view> names;
     for (const auto& entry : kFamilies) names.push_back(entry.name);
@@ -269,6 +274,7 @@ ModelConfig ModelConfig::parse(std::string_view text, const std::string& source)
 nlohmann::json ModelConfig::to_json() const {
   if (family == Family::Llama) return llama_config_json(*this);  // the family's own keys
   if (family == Family::Marian) return marian_config_json(*this);
+  if (family == Family::T5) return t5_config_json(*this);
   nlohmann::json j = nlohmann::json::object();
   j["model_type"] = model_type;
   j["norm"] = std::string(name_of(kNormKinds, norm_kind));

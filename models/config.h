@@ -3,7 +3,8 @@
 // `model_type` picks the family: "ordo" (the default) is ordo's own format, below;
 // "llama" is a Hugging Face LLaMA-family config.json as published (its keys are mapped
 // onto these fields by models/llama_config.cpp), "marian" a Hugging Face MarianMTModel
-// one (models/marian_config.cpp). Every family ends in the same
+// one (models/marian_config.cpp), "t5" and "mt5" a T5ForConditionalGeneration one
+// (models/t5_config.cpp). Every family ends in the same
 // ModelConfig, which the family's tensor table (models/tensor_names.h) expands.
 //
 // A missing required key, a value of the wrong JSON type, an unknown enum value or an
@@ -20,6 +21,7 @@
 
 #include <vector>
 
+#include "engine/attention.h"
 #include "engine/feed_forward.h"
 #include "engine/ops.h"
 #include "engine/positions.h"
@@ -41,7 +43,7 @@ std::vector<std::string_view> sinusoidal_layout_names();
 std::vector<std::string_view> rope_layout_names();
 
 // Which tensor table and which config keys a model directory uses.
-enum class Family { Ordo, Llama, Marian };
+enum class Family { Ordo, Llama, Marian, T5 };
 
 std::string_view family_name(Family family);
 
@@ -59,8 +61,11 @@ struct ModelConfig {
   // reads K/V head h / (heads / kv_heads)). Optional; defaults to the head count.
   Index num_key_value_heads = 0;
   // The decoder's head width; d_model / decoder_attention_heads except where a family
-  // sets it (LLaMA's head_dim).
+  // sets it (LLaMA's head_dim, T5's d_kv).
   Index decoder_head_dim = 0;
+  // The encoder's head width where a family sets it apart from d_model / heads (T5's
+  // d_kv); 0: d_model / encoder_attention_heads.
+  Index encoder_head_width = 0;
   Index encoder_ffn_dim = 0;          // required with encoder layers
   Index decoder_ffn_dim = 0;          // required
   Activation activation_function = Activation::Relu;
@@ -94,12 +99,18 @@ struct ModelConfig {
   FeedForwardKind feed_forward_kind = FeedForwardKind::Plain;
   bool attention_bias = true;  // q/k/v/out projections have biases
   bool mlp_bias = true;        // feed-forward linears have biases
+  // Attention scores times 1/sqrt(head_dim), or unscaled (T5).
+  ScoreScaling attention_scaling = ScoreScaling::InverseSqrtHeadDim;
+  // A tied output head reads the last hidden states times d_model^-0.5 (T5).
+  bool scale_tied_head = false;
   // Sinusoidal positions stop at max_position_embeddings, as a table of that many rows
   // would (Marian's); otherwise they are computed for any step.
   bool positions_bounded = false;
 
   bool has_encoder() const { return encoder_layers > 0; }
-  Index encoder_head_dim() const { return d_model / encoder_attention_heads; }
+  Index encoder_head_dim() const {
+    return encoder_head_width > 0 ? encoder_head_width : d_model / encoder_attention_heads;
+  }
   // Query heads per K/V head of the decoder's self-attention.
   Index grouped_query_ratio() const { return decoder_attention_heads / num_key_value_heads; }
 

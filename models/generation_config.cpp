@@ -50,7 +50,9 @@ GenerationConfig read_generation_config(const std::filesystem::path& directory, 
   GenerationConfig g;
   std::filesystem::path path = directory / "generation_config.json";
   if (!exists_quietly(path)) {
-    if (config.family != Family::Marian) return g;
+    // Hugging Face's families (GenerationConfig.from_model_config); ordo's and LLaMA's
+    // config.json hold no generation keys.
+    if (config.family != Family::Marian && config.family != Family::T5) return g;
     path = directory / "config.json";  // from_model_config: the same keys in config.json
   }
   g.source = path.string();

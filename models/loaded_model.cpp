@@ -12,6 +12,7 @@
 #include "engine/regular_file.h"
 #include "models/json_message.h"
 #include "models/build_transformer.h"
+#include "models/t5_tokenizer.h"
 
 namespace ordo {
 
@@ -142,6 +143,8 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
       model->target_tokenizer_ = load_marian_tokenizer(
           directory / "target.spm", directory / (separate ? "target_vocab.json" : "vocab.json"), config);
     }
+  } else if (config.family == Family::T5) {
+    model->source_tokenizer_ = model->target_tokenizer_ = load_t5_tokenizer(directory, config);
   } else if (exists_quietly(directory / "tokenizer.model")) {
     model->source_tokenizer_ = load_tokenizer(directory / "tokenizer.model",
                                               std::min(config.vocab_size, config.decoder_vocab_size),
@@ -164,6 +167,9 @@ const Tokenizer& LoadedModel::require(const std::shared_ptr<const Tokenizer>& to
                 "add the model's tokenizer.model, or pass token ids (--prompt-ids, --source-ids, --target-ids)");
   if (config_.family == Family::Marian)
     throw Error(directory_.string(), "has no tokenizer (source.spm, target.spm and vocab.json)",
+                "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
+  if (config_.family == Family::T5)
+    throw Error(directory_.string(), "has no tokenizer (spiece.model)",
                 "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
   throw Error(directory_.string(), "has no tokenizer (tokenizer.model, or source.model + target.model)",
               "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");

@@ -36,6 +36,8 @@ enum Need : unsigned {
   kMlpBias = 1u << 8,             // mlp_bias
   kOptional = 1u << 9,            // may be present in any model
   kT5Relative = 1u << 10,         // position_encoding == t5_relative
+  kPlainFeedForward = 1u << 11,   // feed_forward_kind == plain
+  kGatedFeedForward = 1u << 12,   // feed_forward_kind == gated
 };
 
 // Which stacks a rule is for.
@@ -164,11 +166,48 @@ constexpr Rule kMarianTensors[] = {
     {kED, FeedForwardNorm, Bias, "model.{stack}.layers.{i}.final_layer_norm.bias", {Model}, 1, kAlways},
 };
 
+// Hugging Face's T5ForConditionalGeneration (t5, mt5), as save_pretrained writes it:
+// shared.weight for both stacks (their embed_tokens copies are tied duplicates that
+// save_pretrained leaves out; older conversions hold them, read by nothing), lm_head only
+// when untied, the relative-position table in each stack's first block, RMS norms with
+// weights only, no biases. Block i holds layer.0 (self-attention), in the decoder
+// layer.1 (cross-attention), then the feed-forward (encoder layer.1, decoder layer.2):
+// DenseReluDense.wi and wo, or wi_0 (the gate, activated) and wi_1 when gated.
+constexpr Rule kT5Tensors[] = {
+    {kED, TokenEmbedding, Weight, "shared.weight", {Vocab, Model}, 2, kAlways},
+    {kED, EmbeddingCopy, Weight, "{stack}.embed_tokens.weight", {Vocab, Model}, 2, kOptional},
+    {kD, OutputHead, Weight, "lm_head.weight", {Vocab, Model}, 2, kUntiedHead},
+    {kED, RelativeBias, Weight, "{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+     {Buckets, Heads}, 2, kT5Relative},
+    {kED, FinalNorm, Weight, "{stack}.final_layer_norm.weight", {Model}, 1, kAlways},
+    {kED, SelfQuery, Weight, "{stack}.block.{i}.layer.0.SelfAttention.q.weight", {QueryWidth, Model}, 2, kAlways},
+    {kED, SelfKey, Weight, "{stack}.block.{i}.layer.0.SelfAttention.k.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfValue, Weight, "{stack}.block.{i}.layer.0.SelfAttention.v.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfOutput, Weight, "{stack}.block.{i}.layer.0.SelfAttention.o.weight", {Model, QueryWidth}, 2, kAlways},
+    {kED, SelfNorm, Weight, "{stack}.block.{i}.layer.0.layer_norm.weight", {Model}, 1, kAlways},
+    {kD, CrossQuery, Weight, "decoder.block.{i}.layer.1.EncDecAttention.q.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossKey, Weight, "decoder.block.{i}.layer.1.EncDecAttention.k.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossValue, Weight, "decoder.block.{i}.layer.1.EncDecAttention.v.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossOutput, Weight, "decoder.block.{i}.layer.1.EncDecAttention.o.weight", {Model, QueryWidth}, 2, kEncoder},
+    {kD, CrossNorm, Weight, "decoder.block.{i}.layer.1.layer_norm.weight", {Model}, 1, kEncoder},
+    {kE, FeedForwardIn, Weight, "encoder.block.{i}.layer.1.DenseReluDense.wi.weight", {Ffn, Model}, 2, kPlainFeedForward},
+    {kE, FeedForwardIn, Weight, "encoder.block.{i}.layer.1.DenseReluDense.wi_0.weight", {Ffn, Model}, 2, kGatedFeedForward},
+    {kE, FeedForwardUp, Weight, "encoder.block.{i}.layer.1.DenseReluDense.wi_1.weight", {Ffn, Model}, 2, kGatedFeedForward},
+    {kE, FeedForwardOut, Weight, "encoder.block.{i}.layer.1.DenseReluDense.wo.weight", {Model, Ffn}, 2, kAlways},
+    {kE, FeedForwardNorm, Weight, "encoder.block.{i}.layer.1.layer_norm.weight", {Model}, 1, kAlways},
+    {kD, FeedForwardIn, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wi.weight", {Ffn, Model}, 2, kPlainFeedForward},
+    {kD, FeedForwardIn, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wi_0.weight", {Ffn, Model}, 2, kGatedFeedForward},
+    {kD, FeedForwardUp, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wi_1.weight", {Ffn, Model}, 2, kGatedFeedForward},
+    {kD, FeedForwardOut, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wo.weight", {Model, Ffn}, 2, kAlways},
+    {kD, FeedForwardNorm, Weight, "decoder.block.{i}.layer.2.layer_norm.weight", {Model}, 1, kAlways},
+};
+
 std::span<const Rule> table(Family family) {
   switch (family) {
     case Family::Ordo: return kOrdoTensors;
     case Family::Llama: return kLlamaTensors;
     case Family::Marian: return kMarianTensors;
+    case Family::T5: return kT5Tensors;
   }
   return {};
 }
@@ -185,7 +224,9 @@ bool holds(unsigned needs, const ModelConfig& c) {
          need(kLearnedPositions, c.position_encoding == PositionEncoding::Learned) &&
          need(kEmbeddingNorm, c.layernorm_embedding) && need(kPreNorm, c.normalize_before) &&
          need(kEncoder, c.has_encoder()) && need(kAttentionBias, c.attention_bias) &&
-         need(kMlpBias, c.mlp_bias) && need(kT5Relative, c.position_encoding == PositionEncoding::T5Relative);
+         need(kMlpBias, c.mlp_bias) && need(kT5Relative, c.position_encoding == PositionEncoding::T5Relative) &&
+         need(kPlainFeedForward, c.feed_forward_kind == FeedForwardKind::Plain) &&
+         need(kGatedFeedForward, c.feed_forward_kind == FeedForwardKind::Gated);
 }
 
 // A rule applies to a stack the model has, when its conditions hold.
@@ -201,8 +242,8 @@ Index resolve(Dim dim, Stack stack, const ModelConfig& c) {
     case Vocab: return encoder ? c.vocab_size : c.decoder_vocab_size;
     case Model: return c.d_model;
     case Ffn: return encoder ? c.encoder_ffn_dim : c.decoder_ffn_dim;
-    case QueryWidth: return encoder ? c.d_model : c.decoder_attention_heads * c.decoder_head_dim;
-    case KvWidth: return encoder ? c.d_model : c.num_key_value_heads * c.decoder_head_dim;
+    case QueryWidth: return encoder ? c.encoder_attention_heads * c.encoder_head_dim() : c.decoder_attention_heads * c.decoder_head_dim;
+    case KvWidth: return encoder ? c.encoder_attention_heads * c.encoder_head_dim() : c.num_key_value_heads * c.decoder_head_dim;
     case PositionRows: return c.max_position_embeddings + c.position_offset;
     case Buckets: return c.relative_attention_num_buckets;
     case Heads: return encoder ? c.encoder_attention_heads : c.decoder_attention_heads;
@@ -215,16 +256,18 @@ Index resolve(Dim dim, Stack stack, const ModelConfig& c) {
 std::string meaning(Dim dim, Stack stack, const ModelConfig& c) {
   const bool encoder = stack == Stack::Encoder;
   const bool llama = c.family == Family::Llama;
+  const bool t5 = c.family == Family::T5;
   switch (dim) {
-    case Vocab: return encoder || llama ? "vocab_size" : "decoder_vocab_size";
+    case Vocab: return encoder || llama || t5 ? "vocab_size" : "decoder_vocab_size";
     case Model: return llama ? "hidden_size" : "d_model";
-    case Ffn: return llama ? "intermediate_size" : encoder ? "encoder_ffn_dim" : "decoder_ffn_dim";
+    case Ffn: return llama ? "intermediate_size" : t5 ? "d_ff" : encoder ? "encoder_ffn_dim" : "decoder_ffn_dim";
     case QueryWidth:
-      return encoder ? "d_model" : llama ? "num_attention_heads x head_dim" : "d_model";
-    case KvWidth: return encoder ? "d_model" : "num_key_value_heads x head_dim";
+      return t5 ? "num_heads x d_kv" : encoder ? "d_model" : llama ? "num_attention_heads x head_dim" : "d_model";
+    case KvWidth: return t5 ? "num_heads x d_kv" : encoder ? "d_model" : "num_key_value_heads x head_dim";
     case PositionRows: return "max_position_embeddings + position_offset";
     case Buckets: return "relative_attention_num_buckets";
-    case Heads: return encoder ? "encoder_attention_heads" : llama ? "num_attention_heads" : "decoder_attention_heads";
+    case Heads:
+      return t5 ? "num_heads" : encoder ? "encoder_attention_heads" : llama ? "num_attention_heads" : "decoder_attention_heads";
     case One: return "1";
   }
   return "?";

@@ -9,6 +9,7 @@
 //   ordo (BART/Marian style): model.{encoder,decoder}.layers.{i}.self_attn.q_proj.weight, ...
 //   llama (Hugging Face):     model.layers.{i}.self_attn.q_proj.weight, ...
 //   marian (Hugging Face):    as ordo, with optional sinusoid tables (MarianMTModel)
+//   t5 (Hugging Face):        shared.weight, {encoder,decoder}.block.{i}.layer.{j}.*
 #pragma once
 
 #include <optional>
@@ -30,6 +31,7 @@ enum class Role {
   FinalNorm,        // the norm after the last layer (pre-norm stacks)
   OutputHead,       // the decoder's logits projection, when not tied to the embedding
   FinalLogitsBias,  // a bias on the logits, [1, vocab]
+  EmbeddingCopy,    // a stack's copy of the shared embedding some files hold (T5): read by nothing
   // Once per layer.
   SelfQuery,
   SelfKey,

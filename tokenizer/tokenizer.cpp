@@ -133,9 +133,45 @@ void Tokenizer::check_ids(std::span<const int> ids) const {
                                       std::to_string(size) + ")");
 }
 
+namespace {
+
+std::string strip_spaces(const std::string& text) {
+  static constexpr std::string_view kSpaces = " \t\n\r\f\v";
+  const auto first = text.find_first_not_of(kSpaces);
+  return first == std::string::npos ? std::string() : text.substr(first, text.find_last_not_of(kSpaces) - first + 1);
+}
+
+}  // namespace
+
 std::string Tokenizer::decode(std::span<const int> ids) const {
   check_ids(ids);
   std::string text;
+  const int pieces = processor_->GetPieceSize();
+  if (mapping_.extra_ids > 0 && std::ranges::any_of(ids, [&](int id) { return id >= pieces; })) {
+    // As T5Tokenizer's convert_tokens_to_string: a sentinel is a special token, put
+    // after the text before it (a space first unless a special token precedes), the
+    // runs between decoded by the SentencePiece model, the ends stripped.
+    std::vector<int> run;
+    bool after_special = false;
+    const auto flush = [&] {
+      std::string part;
+      const auto status = processor_->Decode(run, &part);
+      if (!status.ok()) throw Error(path_.string(), "cannot decode ids: " + status.ToString());
+      run.clear();
+      return part;
+    };
+    for (const int id : ids) {
+      if (id < pieces) {
+        run.push_back(id);
+        after_special = false;
+        continue;
+      }
+      if (!after_special) text += ' ';
+      text += flush() + pieces_of_ids(std::span<const int>(&id, 1)).front();
+      after_special = true;
+    }
+    return strip_spaces(text + flush());
+  }
   const auto status = mapping_.vocabulary ? processor_->Decode(pieces_of_ids(ids), &text)
                                           : processor_->Decode(std::vector<int>(ids.begin(), ids.end()), &text);
   if (!status.ok()) throw Error(path_.string(), "cannot decode ids: " + status.ToString());
@@ -160,7 +196,12 @@ std::string Tokenizer::decode(std::span<const int> ids) const {
 std::vector<std::string> Tokenizer::pieces_of_ids(std::span<const int> ids) const {
   std::vector<std::string> result;
   result.reserve(ids.size());
+  const int sentinel_end = processor_->GetPieceSize() + mapping_.extra_ids;
   for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!mapping_.vocabulary && ids[i] >= processor_->GetPieceSize()) {  // a T5 sentinel
+      result.push_back("<extra_id_" + std::to_string(sentinel_end - 1 - ids[i]) + ">");
+      continue;
+    }
     if (!mapping_.vocabulary) {
       result.push_back(processor_->IdToPiece(ids[i]));
       continue;
@@ -180,7 +221,13 @@ std::vector<std::string> Tokenizer::pieces(std::span<const int> ids) const {
 }
 
 Index Tokenizer::vocab_size() const {
-  return mapping_.vocabulary ? mapping_.vocabulary->id_bound() : processor_->GetPieceSize();
+  return mapping_.vocabulary ? mapping_.vocabulary->id_bound() : processor_->GetPieceSize() + mapping_.extra_ids;
+}
+
+int Tokenizer::piece_id(std::string_view piece) const {
+  const int id = processor_->PieceToId(piece);
+  // SentencePiece answers the unknown piece's id for a piece it lacks.
+  return processor_->IdToPiece(id) == piece ? id : -1;
 }
 
 }  // namespace ordo

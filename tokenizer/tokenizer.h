@@ -42,6 +42,11 @@ class Tokenizer {
     // A text starting ">>" up to the first "<<" ("">>fra<< ...") begins with that
     // language token, one id of the vocabulary; the rest is tokenized as usual.
     bool language_token = false;
+    // T5Tokenizer's sentinels: ids [pieces, pieces + extra_ids) after the SentencePiece
+    // model's own are "<extra_id_N>", N counting down from the last id (the last is
+    // <extra_id_0>). They are read as ids and shown and decoded as those names; text
+    // is not searched for them. Only without a vocabulary.
+    int extra_ids = 0;
   };
   static Tokenizer load(const std::filesystem::path& path, Mapping mapping);
 
@@ -72,8 +77,10 @@ class Tokenizer {
   std::vector<std::string> pieces(std::span<const int> ids) const;
 
   // Ids this tokenizer gives or reads: [0, vocab_size()) (with a vocabulary: one more
-  // than its largest id).
+  // than its largest id; with extra ids, the pieces and those).
   Index vocab_size() const;
+  // The SentencePiece model's own id of a piece, or -1 when it has no such piece.
+  int piece_id(std::string_view piece) const;
   const std::filesystem::path& path() const { return path_; }
 
  private:

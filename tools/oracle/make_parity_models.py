@@ -123,6 +123,9 @@ from ordo_torch import (  # noqa: E402
     LlamaModel, MarianMTModel, MarianTokenizerOracle, OrdoModel, load_llama_dir,
     load_marian_dir, load_model_dir, marian_generation_config, round_weights_, save_llama_dir,
     save_marian_dir, save_model_dir, write_marian_tokenizer)
+from ordo_torch.t5 import T5ForConditionalGeneration  # noqa: E402
+from ordo_torch.t5_dirs import (T5TokenizerOracle, load_t5_dir, save_t5_dir,  # noqa: E402
+                                t5_generation_config, write_t5_tokenizer)
 
 ORACLE_DTYPE = torch.float64  # see THE ORACLE COMPUTES IN FLOAT64 above
 MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
@@ -751,6 +754,109 @@ def write_marian_model(out: Path, name: str, seed: int) -> list:
     return [entry["min_margin"] for entry in after["beam"]]
 
 
+# ----------------------------------------------------------------------------------------
+# T5 models: Hugging Face's T5ForConditionalGeneration layout, with spiece.model
+# ----------------------------------------------------------------------------------------
+
+T5_PIECES = 80  # pieces of spiece.model, trained on both sides of the corpus
+T5_BASE = {"d_model": 16, "d_kv": 4, "num_heads": 4, "d_ff": 24, "num_layers": 2,
+           "relative_attention_num_buckets": 8, "relative_attention_max_distance": 12}
+# name -> (config overrides, dtype, shards, embed_tokens copies in the file,
+# tokenizer_config.json's extra_ids: None writes no tokenizer_config.json)
+T5_MODELS = {
+    # T5 v1.0 (t5-small): relu, tied head scaled by d_model^-0.5, an older file that holds
+    # the stacks' embed_tokens copies.
+    "t5-relu-tied-f32": ({"model_type": "t5", "feed_forward_proj": "relu"}, "F32", 1, True, 100),
+    # T5 v1.1 / Flan-T5: gated-gelu, untied, inner width 3 x 6 = 18 != d_model, one more
+    # decoder layer, T5's default 32 buckets over 128.
+    "t5-gated-gelu-untied-bf16-sharded": (
+        {"model_type": "t5", "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False,
+         "num_heads": 3, "d_kv": 6, "num_decoder_layers": 3, "relative_attention_num_buckets": 32,
+         "relative_attention_max_distance": 128}, "BF16", 2, False, None),
+    # mT5: model_type mt5 (MT5Config's defaults: gated-gelu, untied), no sentinels.
+    "mt5-gated-gelu-untied-f16": ({"model_type": "mt5", "num_heads": 2, "d_kv": 10}, "F16", 1, False, 0),
+    # gated-silu with a tied head.
+    "t5-gated-silu-tied-f32-sharded": (
+        {"model_type": "t5", "feed_forward_proj": "gated-silu", "num_layers": 3, "num_decoder_layers": 1},
+        "F32", 3, False, 100),
+}
+T5_TOKENIZATION_TEXTS = [
+    "translate English to German: The clever young teachers chase dogs", "Die klugen jungen Lehrer jagen Hunde",
+    "Ω and ✓ are unknown", "  two  spaces\tand a tab ", "a 42-year-old cat", "Füße über Ärger, Ω.",
+]
+
+
+@torch.no_grad()
+def random_t5_weights_(model: T5ForConditionalGeneration, generator: torch.Generator) -> None:
+    """Scales that keep a T5 model far from degenerate: with no 1/sqrt(d_kv) in the scores,
+    q and k N(0, 0.25); other weights N(0, 0.4); the shared embedding N(0, 1) (a tied head
+    reads it through d_model^-0.5); the bias tables N(0, 1); norms 1 + N(0, 0.2). The
+    embed_tokens copies are the shared table, as a file that holds them holds it."""
+    for name, p in model.named_parameters():
+        if name.endswith("embed_tokens.weight"):
+            continue
+        if name == "shared.weight" or "relative_attention_bias" in name:
+            std, mean = 1.0, 0.0
+        elif "layer_norm" in name:
+            std, mean = 0.2, 1.0
+        elif name.endswith((".q.weight", ".k.weight")):
+            std, mean = 0.25, 0.0
+        else:
+            std, mean = 0.4, 0.0
+        p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * std + mean)
+    for stack in (model.encoder, model.decoder):
+        if hasattr(stack, "embed_tokens"):
+            stack.embed_tokens.weight.copy_(model.shared.weight)
+
+
+def t5_tokenization_reference(directory: Path) -> list:
+    oracle = T5TokenizerOracle(directory)
+    encoded = [{"text": t, "as": "source", "ids": oracle.encode(t)} for t in T5_TOKENIZATION_TEXTS]
+    # Ids -> text with sentinels (the last ids of the tokenizer) between pieces.
+    ids = oracle.encode("dogs chase cats")[:-1]
+    last = oracle.vocab_size - 1
+    decoded = []
+    if oracle.extra_ids >= 2:
+        for sequence in ([last] + ids, ids[:1] + [last] + ids[1:], ids + [last - 1, last], [last, last - 1]):
+            decoded.append({"ids": sequence, "text": oracle.decode(sequence)})
+    return encoded, decoded
+
+
+def write_t5_model(out: Path, name: str, seed: int) -> list:
+    """Builds, writes and checks one T5 model directory (spiece.model, tokenizer_config.json,
+    config.json, generation_config.json, weights, reference.json with the encoder-decoder
+    cases plus "tokenization" and "detokenization"); returns its beam min_margins."""
+    overrides, dtype, shards, copies, extra_ids = T5_MODELS[name]
+    model_dir = out / name
+    sources, targets = corpus_sides()
+    tokens = write_t5_tokenizer(model_dir, sources + targets, T5_PIECES, extra_ids)
+    cfg = dict(T5_BASE, **tokens, **overrides)
+
+    def make(torch_gen):
+        model = T5ForConditionalGeneration(cfg, embed_copies_in_file=copies).to(ORACLE_DTYPE).eval()
+        random_t5_weights_(model, torch_gen)
+        round_weights_(model, dtype)
+        # Sources and targets are drawn from [2, vocab_size), decoder_vocab_size for the latter.
+        return model, dict(model.config, decoder_vocab_size=model.config["vocab_size"])
+
+    model, cases, decided, attempt, draws = build(name, cfg, False, dtype, seed, make_model=make)
+    save_t5_dir(model, model_dir, dtype=dtype, shards=shards, generation=t5_generation_config(model.config))
+    before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
+    loaded = load_t5_dir(model_dir, ORACLE_DTYPE)
+    after = reference(loaded, cases, name)
+    beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+    if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
+        raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
+    encoded, decoded = t5_tokenization_reference(model_dir)
+    doc = {"model": name, "family": "t5", "dtype": dtype, "sharded": shards > 1, "embed_copies_in_file": copies,
+           "extra_ids": extra_ids, "min_greedy_margin": MIN_GREEDY_MARGIN, "cases": after["cases"],
+           "batch": after["batch"], "beam": after["beam"], "tokenization": encoded, "detokenization": decoded}
+    (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False, ensure_ascii=False) + "\n")
+    note = f" (attempt {attempt})" if attempt else ""
+    print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
+    return [entry["min_margin"] for entry in after["beam"]]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="output directory")
@@ -789,10 +895,14 @@ def main(argv=None) -> int:
     for name in MARIAN_MODELS:
         beam_margins.extend(write_marian_model(args.out, name, args.seed))
         marian_names.append(name)
+    t5_names = []
+    for name in T5_MODELS:
+        beam_margins.extend(write_t5_model(args.out, name, args.seed))
+        t5_names.append(name)
     index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names,
-             "generation_models": generation_names, "marian_models": marian_names}
+             "generation_models": generation_names, "marian_models": marian_names, "t5_models": t5_names}
     (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
-    print(f"{len(names)} + {len(generation_names)} + {len(marian_names)} models in {args.out} "
+    print(f"{len(names)} + {len(generation_names)} + {len(marian_names)} + {len(t5_names)} models in {args.out} "
           f"({time.time() - start:.1f} s); beam min_margin min {min(beam_margins):.3g}, "
           f"median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")
     return 0

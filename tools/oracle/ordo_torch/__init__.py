@@ -96,3 +96,10 @@ from .marian_dirs import (MarianTokenizerOracle, load_marian_dir,  # noqa: E402
 __all__ += ["MarianMTModel", "marian_config", "marian_positions", "MarianTokenizerOracle",
             "load_marian_dir", "marian_generation_config", "save_marian_dir",
             "write_marian_tokenizer"]
+
+from .t5 import T5ForConditionalGeneration, relative_position_bucket, t5_config  # noqa: E402
+from .t5_dirs import (T5TokenizerOracle, load_t5_dir, save_t5_dir,  # noqa: E402
+                      t5_generation_config, write_t5_tokenizer)
+
+__all__ += ["T5ForConditionalGeneration", "t5_config", "relative_position_bucket", "T5TokenizerOracle",
+            "load_t5_dir", "save_t5_dir", "t5_generation_config", "write_t5_tokenizer"]
