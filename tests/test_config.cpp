@@ -266,9 +266,9 @@ TEST(Config, UnknownEnumValuesListTheChoices) {
 }
 
 TEST(Config, OtherModelTypesSaySupportedTypes) {
-  EXPECT_THAT(error_with("model_type", "t5"),
-              HasSubstr("key 'model_type': unsupported model type \"t5\" (supported types: "
-                        "ordo, llama, marian)"));
+  EXPECT_THAT(error_with("model_type", "bart"),
+              HasSubstr("key 'model_type': unsupported model type \"bart\" (supported types: "
+                        "ordo, llama, marian, t5, mt5"));
 }
 
 TEST(Config, SizesMustBePositive) {
