@@ -18,10 +18,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/attention_recorder.h"
 #include "engine/decode_inputs.h"
 #include "engine/error.h"
 #include "engine/score.h"
@@ -254,6 +256,30 @@ TEST(T5, BadConfigsAreOneLineNamingTheKey) {
 
 // ---------------------------------------------------------------------------------------
 // The building blocks T5 names.
+
+// ScoreScaling::None: each head's probabilities are softmax(q_h k_h^T), no 1/sqrt(dh).
+// Oracle: reference::softmax_rows in double, tolerance 1e-6 (as test_attention_capture).
+TEST(T5, UnscaledAttentionIsTheSoftmaxOfQKTransposed) {
+  std::mt19937 rng(3);
+  const Index heads = 3, dh = 6, tq = 4, tk = 5;
+  const Matrix q = reference::random_matrix(tq, heads * dh, rng);
+  const Matrix k = reference::random_matrix(tk, heads * dh, rng);
+  const Matrix v = reference::random_matrix(tk, heads * dh, rng);
+  for (const ScoreScaling scaling : {ScoreScaling::None, ScoreScaling::InverseSqrtHeadDim}) {
+    AttentionRecorder recorder;
+    Matrix scores, context(tq, heads * dh);
+    scaled_dot_product_attention(q, k, v, heads, AttentionMask{false, 0}, nullptr, scores, context,
+                                 {&recorder, AttentionKind::Encoder, 0, 0}, scaling);
+    const double factor = scaling == ScoreScaling::None ? 1.0 : 1.0 / std::sqrt(static_cast<double>(dh));
+    for (Index h = 0; h < heads; ++h) {
+      reference::Matrix64 s = reference::matmul_nt(reference::Matrix64(q.view().col_block(h * dh, dh)),
+                                                   reference::Matrix64(k.view().col_block(h * dh, dh)));
+      for (Index i = 0; i < s.rows(); ++i)
+        for (Index j = 0; j < s.cols(); ++j) s(i, j) *= factor;
+      reference::expect_close(recorder.at({AttentionKind::Encoder, 0, 0, h}), reference::softmax_rows(s), 1e-6, 1e-6);
+    }
+  }
+}
 
 // A random t5-small-shaped model in a fresh directory; `edit` changes its tensors.
 fs::path random_t5(const json& config, const std::function<void(std::vector<NamedTensor>&)>& edit = {}) {
