@@ -167,16 +167,22 @@ constexpr Rule kMarianTensors[] = {
 };
 
 // Hugging Face's T5ForConditionalGeneration (t5, mt5), as save_pretrained writes it:
-// shared.weight for both stacks (their embed_tokens copies are tied duplicates that
-// save_pretrained leaves out; older conversions hold them, read by nothing), lm_head only
-// when untied, the relative-position table in each stack's first block, RMS norms with
+// shared.weight for both stacks, lm_head only when untied, the relative-position table
+// in each stack's first block, RMS norms with
 // weights only, no biases. Block i holds layer.0 (self-attention), in the decoder
 // layer.1 (cross-attention), then the feed-forward (encoder layer.1, decoder layer.2):
-// DenseReluDense.wi and wo, or wi_0 (the gate, activated) and wi_1 when gated.
+// DenseReluDense.wi and wo, or wi_0 (the gate, activated) and wi_1 when gated. Optional
+// and read by nothing, as transformers reads them: the tied duplicates save_pretrained
+// leaves out (the stacks' embed_tokens, a tied lm_head) that older conversions hold, and
+// the cross-attention bias table the original t5 checkpoints hold and transformers
+// ignores on load (cross-attention has no position bias).
 constexpr Rule kT5Tensors[] = {
     {kED, TokenEmbedding, Weight, "shared.weight", {Vocab, Model}, 2, kAlways},
-    {kED, EmbeddingCopy, Weight, "{stack}.embed_tokens.weight", {Vocab, Model}, 2, kOptional},
     {kD, OutputHead, Weight, "lm_head.weight", {Vocab, Model}, 2, kUntiedHead},
+    {kED, Unread, Weight, "{stack}.embed_tokens.weight", {Vocab, Model}, 2, kOptional},
+    {kD, Unread, Weight, "lm_head.weight", {Vocab, Model}, 2, kOptional},  // tied: OutputHead's when untied
+    {kD, Unread, Weight, "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight", {Buckets, Heads},
+     2, kOptional},
     {kED, RelativeBias, Weight, "{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
      {Buckets, Heads}, 2, kT5Relative},
     {kED, FinalNorm, Weight, "{stack}.final_layer_norm.weight", {Model}, 1, kAlways},

@@ -31,7 +31,7 @@ enum class Role {
   FinalNorm,        // the norm after the last layer (pre-norm stacks)
   OutputHead,       // the decoder's logits projection, when not tied to the embedding
   FinalLogitsBias,  // a bias on the logits, [1, vocab]
-  EmbeddingCopy,    // a stack's copy of the shared embedding some files hold (T5): read by nothing
+  Unread,           // a tensor some files hold that the family's model never reads (T5's tied copies)
   // Once per layer.
   SelfQuery,
   SelfKey,
