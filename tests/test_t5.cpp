@@ -218,6 +218,15 @@ TEST(T5, TableIsSavePretrainedsLayout) {
                               "decoder.block.1.layer.2.DenseReluDense.wi_1.weight"})
     EXPECT_TRUE(names.contains(present)) << present;
   EXPECT_FALSE(names.contains("encoder.block.0.layer.1.DenseReluDense.wi.weight"));
+  // The published checkpoints' tensor counts: t5-small (T5Config's defaults) 131;
+  // flan-t5-small (8 + 8 gated blocks of 6 heads, untied) 190.
+  EXPECT_EQ(names_of(ModelConfig::from_json({{"model_type", "t5"}}, "c"), true).size(), 131u);
+  EXPECT_EQ(names_of(ModelConfig::from_json({{"model_type", "t5"}, {"num_layers", 8}, {"num_heads", 6},
+                                             {"feed_forward_proj", "gated-gelu"}, {"tie_word_embeddings", false}},
+                                            "c"),
+                     true)
+                .size(),
+            190u);
   // Only the first block of a stack holds the relative-position table.
   EXPECT_FALSE(names_of(gated).contains("encoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight"));
 }
