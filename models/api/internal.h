@@ -12,9 +12,16 @@
 #include "engine/search.h"
 #include "engine/workspace_pool.h"
 #include "models/loaded_model.h"
+#include "models/quantization_config.h"
 #include "ordo/ordo.hpp"
 
 namespace ordo {
+
+namespace detail {
+// The format LoadOptions asks the weight matrices to run in; nullopt: as stored. Throws
+// OptionError (field "group_size") for a group size the type cannot take.
+std::optional<Quantization> compute_type_of(const LoadOptions& options);
+}  // namespace detail
 
 struct Model::Impl {
   std::shared_ptr<const LoadedModel> model;

@@ -79,9 +79,10 @@ Grid token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
 // is refused, as by every command).
 Model load_compared(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
   const std::string& scaling = options.common.rope_scaling;
-  if (scaling.empty()) return Model::load(dir);
-  if (all_shipped && Model::load(dir, quiet).info().position_encoding != "rope") return Model::load(dir);
-  return Model::load(dir, load_options(scaling));
+  const std::string& compute = options.common.compute_type;
+  if (scaling.empty() || (all_shipped && Model::load(dir, quiet).info().position_encoding != "rope"))
+    return Model::load(dir, load_options("", compute));
+  return Model::load(dir, load_options(scaling, compute));
 }
 
 Compared compare(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {

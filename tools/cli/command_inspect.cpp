@@ -44,6 +44,8 @@ nlohmann::json describe(const Model& model) {
           {"generation_config", nlohmann::json::parse(info.generation_config_json)},
           {"generation_config_file", info.generation_config_file},
           {"parameters", info.parameters},
+          {"compute_type", info.compute_type},
+          {"matrix_bytes", info.matrix_bytes},
           {"tensors", tensors},
           {"unused_tensors", unused},
           {"tokenizer", tokenizer}};
@@ -65,7 +67,9 @@ void print_table(const nlohmann::json& d) {
     for (const auto& [key, value] : d["generation_config"].items())
       std::cout << "  " << std::left << std::setw(34) << key << value.dump() << '\n';
   }
-  std::cout << "\nparameters: " << d["parameters"].get<std::int64_t>() << '\n';
+  std::cout << "\nparameters: " << d["parameters"].get<std::int64_t>() << '\n'
+            << "weight matrices run as: " << d["compute_type"].get<std::string>() << " ("
+            << d["matrix_bytes"].get<std::uint64_t>() << " bytes)\n";
   if (!d["tokenizer"].is_null())
     std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<std::int64_t>() << " pieces\n";
   else
