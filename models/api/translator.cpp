@@ -30,6 +30,24 @@ void check_translator(const Model& model, const TranslatorOptions& options) {
   detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
 }
 
+// The translator's state for `options`: their language codes as tokens, and the target's
+// forced as the first generated token. Throws OptionError for a code the model lacks,
+// or one missing where the model has codes.
+Translator::Impl make_impl(const Model& model, TranslatorOptions options,
+                           std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>()) {
+  check_translator(model, options);
+  const LoadedModel& loaded = detail::loaded(model);
+  std::optional<int> source, target;
+  // A model with language codes needs both; one without takes neither (language_id throws).
+  if (!loaded.languages().empty() || !options.source_lang.empty())
+    source = detail::language_id(loaded, options.source_lang, "source_lang");
+  if (!loaded.languages().empty() || !options.target_lang.empty()) {
+    target = detail::language_id(loaded, options.target_lang, "target_lang");
+    options.decoding.forced_bos_token_id = *target;
+  }
+  return Translator::Impl{model, std::move(options), source, target, std::move(workspaces)};
+}
+
 void check_interrupt(const TranslatorOptions& options) {
   if (options.interrupt) options.interrupt();
 }
@@ -48,16 +66,26 @@ void TranslatorOptions::validate() const {
   detail::check_max_input_tokens(max_input_tokens);
 }
 
-Translator::Translator(const Model& model, const TranslatorOptions& options)
-    : impl_(std::make_shared<const Impl>(Impl{model, options})) {
-  check_translator(model, options);
+int detail::language_id(const LoadedModel& model, std::string_view code, const std::string& field) {
+  const LanguageCodes& languages = model.languages();
+  if (languages.empty())
+    throw OptionError(field, "this model has no language codes (it translates one pair), got \"" +
+                                 escape_control_characters(std::string(code)) + "\"");
+  if (code.empty())
+    throw OptionError(field, "this model translates between languages and needs a language code, one of: " +
+                                 languages.listed());
+  if (const auto id = languages.id(code)) return *id;
+  throw OptionError(field, "unknown language code \"" + escape_control_characters(std::string(code)) +
+                               "\"; this model's codes: " + languages.listed());
 }
+
+Translator::Translator(const Model& model, const TranslatorOptions& options)
+    : impl_(std::make_shared<const Impl>(make_impl(model, options))) {}
 
 Translator::Translator(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Translator Translator::with_options(const TranslatorOptions& options) const {
-  check_translator(impl_->model, options);
-  return Translator(std::make_shared<const Impl>(Impl{impl_->model, options, impl_->workspaces}));
+  return Translator(std::make_shared<const Impl>(make_impl(impl_->model, options, impl_->workspaces)));
 }
 
 std::string Translator::translate(std::string_view text) const { return translate_detailed(text).best().text; }
@@ -83,7 +111,7 @@ std::vector<Translation> Translator::translate_batch(std::span<const std::string
       continue;
     }
     try {
-      LoadedModel::TokenizedInput source = model.tokenize_source(r.source, input_limit(*impl_));
+      LoadedModel::TokenizedInput source = model.tokenize_source(r.source, input_limit(*impl_), impl_->source_language);
       r.source_ids = std::move(source.ids);
       r.truncated = source.truncated;
     } catch (const Error& e) {
@@ -130,9 +158,9 @@ std::vector<Score> Translator::score_batch(std::span<const std::string> sources,
     check_interrupt(impl_->options);
     const char* side = "source";  // errors name the side at fault: "target: input text: is empty ..."
     try {
-      LoadedModel::TokenizedInput cut = model.tokenize_source(sources[i], input_limit(*impl_));
+      LoadedModel::TokenizedInput cut = model.tokenize_source(sources[i], input_limit(*impl_), impl_->source_language);
       side = "target";
-      target_ids.push_back(model.tokenize_target(targets[i], impl_->options.max_input_tokens));
+      target_ids.push_back(model.tokenize_target(targets[i], impl_->options.max_input_tokens, impl_->target_language));
       source_ids.push_back(std::move(cut.ids));
       results[i].truncated = cut.truncated;
       origin.push_back(i);
@@ -170,7 +198,7 @@ std::vector<Score> Translator::score_ids_batch(std::span<const std::vector<int>>
 EncoderOutput Translator::encode(std::string_view text) const {
   const LoadedModel& model = detail::loaded(impl_->model);
   EncoderOutput result;
-  result.ids = model.tokenize_source(text, input_limit(*impl_)).ids;
+  result.ids = model.tokenize_source(text, input_limit(*impl_), impl_->source_language).ids;
   result.tokens = model.source_pieces(result.ids);
   const Matrix states = ordo::encode(model.transformer(), result.ids);  // [S, d]
   result.rows = static_cast<int>(states.rows());
@@ -181,10 +209,10 @@ EncoderOutput Translator::encode(std::string_view text) const {
 
 Attention Translator::attention(std::string_view source, std::string_view target) const {
   const LoadedModel& model = detail::loaded(impl_->model);
-  const std::vector<int> source_ids = model.tokenize_source(source, input_limit(*impl_)).ids;
+  const std::vector<int> source_ids = model.tokenize_source(source, input_limit(*impl_), impl_->source_language).ids;
   const std::vector<int> target_ids =
       target.empty() ? translate_ids_batch(std::span(&source_ids, 1)).front().best().ids
-                     : model.tokenize_target(target, impl_->options.max_input_tokens);
+                     : model.tokenize_target(target, impl_->options.max_input_tokens, impl_->target_language);
   return attention_ids(source_ids, target_ids);
 }
 
