@@ -52,14 +52,12 @@ void run_tokenize(const TokenizeOptions& options) {
   if (role == "source" && decoder_only)
     throw CLI::ValidationError("--as", "source: this model is decoder-only and reads no source; use prompt or target");
   const bool bos = !options.no_bos;
-  // A multilingual model's source and target carry their language's code; a code given
-  // to a model without codes, or to a prompt, is a usage error.
+  // A multilingual model's source and target carry their language's code (the one of
+  // their side is required); a code given to a model without codes is a usage error.
   const bool languages = !model.language_codes().empty();
-  if (role == "prompt" && !options.source_lang.empty()) (void)model.language_id(options.source_lang, "source_lang");
-  if (role != "target" && !options.target_lang.empty() && !languages)
-    (void)model.language_id(options.target_lang, "target_lang");
-  if (role != "source" && !options.source_lang.empty() && !languages)
-    (void)model.language_id(options.source_lang, "source_lang");
+  for (const auto& [field, code] : {std::pair{"source_lang", &options.source_lang},
+                                    std::pair{"target_lang", &options.target_lang}})
+    if (!languages && !code->empty()) (void)model.language_id(*code, field);
   const auto source_ids = [&](const std::string& text) {
     return languages || !options.source_lang.empty() ? model.tokenize_source(text, options.source_lang)
                                                      : model.tokenize_source(text);
