@@ -462,8 +462,9 @@ TEST(M2M100Files, ALanguageCodeListThatDisagreesIsRefusedByName) {
                     map["additional_special_tokens"].push_back(code);
                 });
               })),
-              HasSubstr("beyond the embedding's vocab_size=128 rows (the language code list and config.json belong "
-                        "to different models)"));
+              HasSubstr("the token 'por_Latn' has the id 129 (120 pieces + fairseq's offset + 9 language codes + "
+                        "<mask>), beyond the embedding's vocab_size=129 rows (the language code list and config.json "
+                        "belong to different models)"));
   // An id beyond the embedding in added_tokens_decoder.
   EXPECT_THAT(load_error(broken_copy(0, [](const fs::path& dir) {
                 edit(dir / "tokenizer_config.json", [](json& config) {
@@ -471,7 +472,7 @@ TEST(M2M100Files, ALanguageCodeListThatDisagreesIsRefusedByName) {
                 });
               })),
               HasSubstr("tokenizer_config.json: key 'added_tokens_decoder': has the id \"500\", not an id of the "
-                        "embedding [0, vocab_size=128)"));
+                        "embedding [0, vocab_size=129)"));
   // A code listed but given no id, and one whose id is a piece's.
   EXPECT_THAT(load_error(broken_copy(0, [](const fs::path& dir) {
                 edit(dir / "tokenizer_config.json", [](json& config) { config["added_tokens_decoder"].erase("121"); });
@@ -569,6 +570,8 @@ TEST(M2M100Files, TheCommandLineTakesTheLanguagesAndRefusesBadOnesAsUsageErrors)
   EXPECT_EQ(scored.exit_code, 0) << scored.err;
 
   // Missing, unknown, or given to a model without codes: exit 2, one line naming the flag.
+  const fs::path data = temp_dir("m2m100-eval") / "test.tsv";
+  std::ofstream(data) << "the dogs\tdie Hunde\n";
   for (const auto& [arguments, message] :
        {std::pair{"translate " + model_flag() + " --target-lang deu_Latn " + text,
                   "--source-lang: this model translates between languages and needs a language code, one of: "
@@ -577,7 +580,7 @@ TEST(M2M100Files, TheCommandLineTakesTheLanguagesAndRefusesBadOnesAsUsageErrors)
                   "--target-lang: unknown language code \"xyz_Latn\"; this model's codes: deu_Latn"},
         std::pair{"score " + model_flag() + " --source-lang eng_Latn --source a --target b",
                   "--target-lang: this model translates between languages"},
-        std::pair{"eval " + model_flag() + " --source-lang eng_Latn --data /dev/null",
+        std::pair{"eval " + model_flag() + " --source-lang eng_Latn --data " + testing_support::shell_quote(data.string()),
                   "--target-lang: this model translates between languages"},
         std::pair{"tokenize " + model_flag() + " " + text, "--source-lang: this model translates between languages"},
         std::pair{std::string("translate --source-lang eng_Latn --target-lang deu_Latn dogs"),
@@ -590,6 +593,7 @@ TEST(M2M100Files, TheCommandLineTakesTheLanguagesAndRefusesBadOnesAsUsageErrors)
     EXPECT_EQ(lines_of(result.err), 1) << result.err;
     EXPECT_THAT(result.err, HasSubstr(message));
   }
+  fs::remove_all(data.parent_path());
   // Broken files: exit 1, one line.
   const fs::path dir = broken_copy(0, [](const fs::path& d) {
     edit(d / "tokenizer_config.json", [](json& config) { config["tokenizer_class"] = "T5Tokenizer"; });
