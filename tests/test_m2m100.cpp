@@ -540,6 +540,20 @@ TEST(M2M100Files, TokenizersOrdoDoesNotReadAreRefusedByName) {
   fs::remove_all(dir);
 }
 
+// As GenerationConfig.from_model_config: without generation_config.json, NLLB's
+// config.json (which holds max_length 200) supplies the decoding defaults.
+TEST(M2M100Files, ConfigJsonStandsInForAMissingGenerationConfig) {
+  const fs::path dir = broken_copy(0, [](const fs::path& d) {
+    fs::remove(d / "generation_config.json");
+    edit(d / "config.json", [](json& config) { config["max_length"] = 7; config["num_beams"] = 2; });
+  });
+  const auto model = LoadedModel::load(dir);
+  EXPECT_EQ(model->generation().decoding.max_length, 6);  // transformers counts decoder_start
+  EXPECT_EQ(model->generation().decoding.beam_size, 2);
+  EXPECT_THAT(model->generation().source, HasSubstr("config.json"));
+  fs::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------------------
 // The command line: --source-lang and --target-lang.
 
