@@ -392,12 +392,14 @@ TEST(M2M100Parity, TokenizationIsNllbTokenizers) {
 
 TEST(M2M100Parity, LanguageCodesAreCheckedByTheTranslator) {
   const Model model = Model::load(parity_dir() / m2m100_models().front());
+  // What a call finds: OptionError naming the field, before any work.
   const auto option_error = [&](const std::string& source, const std::string& target) {
     TranslatorOptions options;
     options.source_lang = source;
     options.target_lang = target;
     try {
-      Translator translator(model, options);
+      const Translator translator(model, options);
+      (void)translator.translate_batch(std::vector<std::string>{"the dogs"});
     } catch (const OptionError& e) {
       return e.field() + ": " + e.problem();
     }
@@ -409,6 +411,19 @@ TEST(M2M100Parity, LanguageCodesAreCheckedByTheTranslator) {
               HasSubstr("target_lang: unknown language code \"xyz_Latn\"; this model's codes: deu_Latn, eng_Latn, "
                         "fra_Latn, nds_Latn, spa_Latn"));
   EXPECT_EQ(option_error("eng_Latn", "deu_Latn"), "(no error)");
+  // A translator without languages serves the ones derived from it (a server's).
+  const Translator base(model);
+  EXPECT_THROW(base.score("the dogs", "Hunde"), OptionError);
+  EXPECT_THROW(base.translate_ids_batch(std::vector<std::vector<int>>{{122, 40, 2}}), OptionError);
+  TranslatorOptions languages;
+  languages.source_lang = "eng_Latn";
+  languages.target_lang = "deu_Latn";
+  languages.decoding.max_length = 3;
+  EXPECT_EQ(base.with_options(languages).translate_detailed("the dogs").best().ids.front(), 121);
+  languages.source_lang.clear();
+  EXPECT_EQ(base.with_options(languages).translate_ids_batch(std::vector<std::vector<int>>{{122, 40, 2}})
+                .front().best().ids.front(),
+            121);
   // A model of one pair takes no code.
   const Model plain = Model::load_default();
   TranslatorOptions options;
@@ -582,6 +597,12 @@ TEST(M2M100Files, TheCommandLineTakesTheLanguagesAndRefusesBadOnesAsUsageErrors)
   const auto scored = testing_support::run_ordo("score " + model_flag() + langs + " --source " + text +
                                                 " --target 'Hunde' --json");
   EXPECT_EQ(scored.exit_code, 0) << scored.err;
+  const fs::path csv = temp_dir("m2m100-viz") / "cross.csv";
+  const auto pictured = testing_support::run_ordo("viz attention " + model_flag() + langs + " --kind cross --max-length 3 "
+                                                  "--out " + testing_support::shell_quote(csv.string()) + " " + text);
+  EXPECT_EQ(pictured.exit_code, 0) << pictured.err;
+  EXPECT_TRUE(fs::exists(csv));
+  fs::remove_all(csv.parent_path());
 
   // Missing, unknown, or given to a model without codes: exit 2, one line naming the flag.
   const fs::path data = temp_dir("m2m100-eval") / "test.tsv";
@@ -597,6 +618,10 @@ TEST(M2M100Files, TheCommandLineTakesTheLanguagesAndRefusesBadOnesAsUsageErrors)
         std::pair{"eval " + model_flag() + " --source-lang eng_Latn --data " + testing_support::shell_quote(data.string()),
                   "--target-lang: this model translates between languages"},
         std::pair{"tokenize " + model_flag() + " " + text, "--source-lang: this model translates between languages"},
+        std::pair{"viz attention " + model_flag() + " --source-lang eng_Latn --kind cross --out /tmp/never.csv " + text,
+                  "--target-lang: this model translates between languages"},
+        std::pair{std::string("viz attention --model german-llama --target-lang deu_Latn --out /tmp/never.csv Die"),
+                  "--target-lang: this model has no language codes"},
         std::pair{std::string("translate --source-lang eng_Latn --target-lang deu_Latn dogs"),
                   "--source-lang: this model has no language codes (it translates one pair)"},
         std::pair{std::string("compare --source-lang eng_Latn --target-lang deu_Latn a b"),

@@ -30,22 +30,31 @@ void check_translator(const Model& model, const TranslatorOptions& options) {
   detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
 }
 
-// The translator's state for `options`: their language codes as tokens, and the target's
-// forced as the first generated token. Throws OptionError for a code the model lacks,
-// or one missing where the model has codes.
+// The translator's state for `options`: their language codes as tokens, and the
+// target's forced as the first generated token. Throws OptionError for a code the model
+// lacks, or any code for a model without codes. A missing code is found by the call that
+// needs it (require_languages): a translator for ids, or one that only derives others
+// with with_options (a server's, the Python bindings'), needs none.
 Translator::Impl make_impl(const Model& model, TranslatorOptions options,
                            std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>()) {
   check_translator(model, options);
   const LoadedModel& loaded = detail::loaded(model);
   std::optional<int> source, target;
-  // A model with language codes needs both; one without takes neither (language_id throws).
-  if (!loaded.languages().empty() || !options.source_lang.empty())
-    source = detail::language_id(loaded, options.source_lang, "source_lang");
-  if (!loaded.languages().empty() || !options.target_lang.empty()) {
+  if (!options.source_lang.empty()) source = detail::language_id(loaded, options.source_lang, "source_lang");
+  if (!options.target_lang.empty()) {
     target = detail::language_id(loaded, options.target_lang, "target_lang");
     options.decoding.forced_bos_token_id = *target;
   }
   return Translator::Impl{model, std::move(options), source, target, std::move(workspaces)};
+}
+
+// A model with language codes reads a text only with its source's code, and translates
+// only into a target language: OptionError naming the option that is missing.
+void require_languages(const Translator::Impl& impl, bool source, bool target) {
+  const LanguageCodes& languages = detail::loaded(impl.model).languages();
+  if (languages.empty()) return;
+  if (source && !impl.source_language) (void)detail::language_id(detail::loaded(impl.model), "", "source_lang");
+  if (target && !impl.target_language) (void)detail::language_id(detail::loaded(impl.model), "", "target_lang");
 }
 
 void check_interrupt(const TranslatorOptions& options) {
@@ -100,6 +109,7 @@ Translation Translator::translate_detailed(std::string_view text) const {
 
 std::vector<Translation> Translator::translate_batch(std::span<const std::string> lines,
                                                      std::uint64_t first_index) const {
+  require_languages(*impl_, true, true);
   const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Translation> requests(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -123,6 +133,7 @@ std::vector<Translation> Translator::translate_batch(std::span<const std::string
 
 std::vector<Translation> Translator::translate_ids_batch(std::span<const std::vector<int>> sources,
                                                          std::uint64_t first_index) const {
+  require_languages(*impl_, false, true);  // the ids hold the source's code; the target's is forced
   const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Translation> requests(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -149,6 +160,7 @@ std::vector<Score> Translator::score_batch(std::span<const std::string> sources,
                                            std::span<const std::string> targets) const {
   if (sources.size() != targets.size())
     throw Error("score", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
+  require_languages(*impl_, true, true);
   const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Score> results(sources.size());
   // The pairs that tokenize, in ids, and where each one's score goes.
@@ -196,6 +208,7 @@ std::vector<Score> Translator::score_ids_batch(std::span<const std::vector<int>>
 }
 
 EncoderOutput Translator::encode(std::string_view text) const {
+  require_languages(*impl_, true, false);
   const LoadedModel& model = detail::loaded(impl_->model);
   EncoderOutput result;
   result.ids = model.tokenize_source(text, input_limit(*impl_), impl_->source_language).ids;
@@ -208,6 +221,7 @@ EncoderOutput Translator::encode(std::string_view text) const {
 }
 
 Attention Translator::attention(std::string_view source, std::string_view target) const {
+  require_languages(*impl_, true, true);
   const LoadedModel& model = detail::loaded(impl_->model);
   const std::vector<int> source_ids = model.tokenize_source(source, input_limit(*impl_), impl_->source_language).ids;
   const std::vector<int> target_ids =
