@@ -75,6 +75,8 @@ Score score_pair(const Model& model, const ScoreOptions& options, bool text, boo
   if (text) {
     try {
       return translator.score(options.source, options.target);
+    } catch (const OptionError&) {
+      throw;  // a missing --source-lang or --target-lang: a usage error naming its flag
     } catch (const Error& e) {
       rethrow_naming_flag(e);
     }
