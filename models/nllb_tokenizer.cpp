@@ -159,11 +159,12 @@ FamilyTokenizer load_m2m100_tokenizer(const fs::path& directory, const ModelConf
     throw Error(name.empty() ? (directory / "vocab.json").string() : named_by.string(),
                 "M2M100Tokenizer (vocab.json with sentencepiece.bpe.model, \"__en__\" language codes) is not read "
                 "yet; ordo reads NLLB's NllbTokenizer",
-                "pass token ids instead (--source-ids, --target-ids)");
+                "without the tokenizer files the model runs on token ids: --source-ids, --target-ids");
   if (!name.empty() && name != "NllbTokenizer" && name != "NllbTokenizerFast")
     throw Error(named_by.string() + ": key 'tokenizer_class'",
                 "\"" + printable(name) + "\" is not a tokenizer ordo reads for an m2m_100 model",
-                "ordo reads NllbTokenizer (sentencepiece.bpe.model); pass token ids instead");
+                "ordo reads NllbTokenizer (sentencepiece.bpe.model); without the tokenizer files the model runs on "
+                "token ids");
   if (!has_model)
     throw Error((directory / kModelFile).string(), "is missing, and an NLLB tokenizer needs it",
                 "tokenizer.json alone is not read; add the model's sentencepiece.bpe.model, or pass token ids");

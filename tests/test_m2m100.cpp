@@ -231,6 +231,22 @@ TEST(M2M100, PositionsCountOnlyTheNonPadTokens) {
   EXPECT_THROW(positions.add(embeddings.view(), rows, std::vector<int>(3, 7)), Error);
 }
 
+TEST(M2M100, ALongListOfCodesIsAbbreviatedInMessages) {
+  LanguageCodes languages;
+  for (int i = 0; i < 202; ++i) {
+    languages.codes.push_back(std::string(1, 'c').append(std::to_string(i)));  // not "c" + ...: g++ 12's bogus -Wrestrict
+    languages.ids.push_back(1000 + i);
+  }
+  EXPECT_EQ(languages.listed(), "c0, c1, c2, c3, c4, c5, c6, c7, ..., c200, c201 (202 codes; ordo inspect lists them all)");
+  languages.codes.resize(3);
+  languages.ids.resize(3);
+  EXPECT_EQ(languages.listed(), "c0, c1, c2");
+  EXPECT_EQ(languages.id("c1"), 1001);
+  EXPECT_FALSE(languages.id("c9").has_value());
+  EXPECT_TRUE(languages.is_code(1002));
+  EXPECT_FALSE(languages.is_code(3));
+}
+
 // ---------------------------------------------------------------------------------------
 // Parity with the oracle.
 
