@@ -70,7 +70,8 @@ void LoadedModel::add_language(std::vector<int>& ids, std::optional<int> languag
   }
   if (!language)
     throw Error(side, "this model needs the text's language code (one of: " + languages_.listed() + ")",
-                "give --source-lang and --target-lang");
+                "translate, score, eval, compare, tokenize and viz attention take --source-lang and --target-lang "
+                "(TranslatorOptions::source_lang, target_lang); generate does not yet");
   if (languages_.after_eos) {
     ids.push_back(config_.eos_token_id);
     ids.push_back(*language);
