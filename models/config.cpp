@@ -14,6 +14,7 @@
 #include "models/config_reader.h"
 #include "models/json_message.h"
 #include "models/llama_config.h"
+#include "models/m2m100_config.h"
 #include "models/marian_config.h"
 #include "models/rope_scaling_config.h"
 
@@ -56,6 +57,7 @@ constexpr EnumName<Family> kFamilies[] = {
     {"ordo", Family::Ordo},
     {"llama", Family::Llama},
     {"marian", Family::Marian},
+    {"m2m_100", Family::M2M100},
 };
 constexpr EnumName<NormKind> kNormKinds[] = {
     {"layer_norm", NormKind::LayerNorm},
@@ -238,6 +240,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
     c = llama_config(json, source);
   } else if (type == "marian") {
     c = marian_config(json, source);
+  } else if (type == "m2m_100") {
+    c = m2m100_config(json, source);
   } else {
     std::vector<std::string_view> names;
     for (const auto& entry : kFamilies) names.push_back(entry.name);
@@ -270,6 +274,7 @@ ModelConfig ModelConfig::parse(std::string_view text, const std::string& source)
 nlohmann::json ModelConfig::to_json() const {
   nlohmann::json j = family == Family::Llama    ? llama_config_json(*this)  // the family's own keys
                      : family == Family::Marian ? marian_config_json(*this)
+                     : family == Family::M2M100 ? m2m100_config_json(*this)
                                                 : ordo_config_json();
   if (quantization.enabled()) j["quantization"] = quantization_json(quantization);
   return j;

@@ -9,6 +9,7 @@
 //   ordo (BART/Marian style): model.{encoder,decoder}.layers.{i}.self_attn.q_proj.weight, ...
 //   llama (Hugging Face):     model.layers.{i}.self_attn.q_proj.weight, ...
 //   marian (Hugging Face):    as ordo, with optional sinusoid tables (MarianMTModel)
+//   m2m_100 (Hugging Face):   as ordo, pre-norm, one shared embedding (M2M100, NLLB-200)
 #pragma once
 
 #include <optional>

@@ -268,7 +268,7 @@ TEST(Config, UnknownEnumValuesListTheChoices) {
 TEST(Config, OtherModelTypesSaySupportedTypes) {
   EXPECT_THAT(error_with("model_type", "t5"),
               HasSubstr("key 'model_type': unsupported model type \"t5\" (supported types: "
-                        "ordo, llama, marian)"));
+                        "ordo, llama, marian, m2m_100)"));
 }
 
 TEST(Config, SizesMustBePositive) {

@@ -82,6 +82,18 @@ std::vector<int> Model::tokenize_target(std::string_view text) const { return im
 std::vector<int> Model::tokenize_prompt(std::string_view text, bool add_bos) const {
   return impl_->model->tokenize_prompt(text, add_bos);
 }
+const std::vector<std::string>& Model::language_codes() const noexcept {
+  return impl_->model->languages().codes;
+}
+int Model::language_id(std::string_view code, const std::string& field) const {
+  return detail::language_id(*impl_->model, code, field);
+}
+std::vector<int> Model::tokenize_source(std::string_view text, std::string_view language) const {
+  return impl_->model->tokenize_source(text, language_id(language, "source_lang"));
+}
+std::vector<int> Model::tokenize_target(std::string_view text, std::string_view language) const {
+  return impl_->model->tokenize_target(text, 0, language_id(language, "target_lang"));
+}
 std::string Model::detokenize_source(std::span<const int> ids) const { return impl_->model->detokenize_source(ids); }
 std::string Model::detokenize_target(std::span<const int> ids) const { return impl_->model->detokenize_target(ids); }
 std::vector<std::string> Model::source_pieces(std::span<const int> ids) const {
@@ -121,6 +133,7 @@ ModelInfo Model::info() const {
   info.generation_config_file = model.generation().source;
   info.compute_type = weights.matrix_formats();
   info.matrix_bytes = weights.matrix_bytes();
+  info.language_codes = model.languages().codes;
   return info;
 }
 

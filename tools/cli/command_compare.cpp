@@ -243,6 +243,7 @@ void setup_compare(CLI::App& app) {
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  add_language_options(*command, options->translator.source_lang, options->translator.target_lang);
   command->remove_option(command->get_option("--n-best"));  // compare shows the best translation alone
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");

@@ -31,6 +31,7 @@ nlohmann::json describe(const Model& model) {
   }
   nlohmann::json tokenizer = nullptr;
   if (model.has_tokenizer()) tokenizer = {{"vocab_size", info.tokenizer_vocab_size}};
+  if (!info.language_codes.empty()) tokenizer["language_codes"] = info.language_codes;
   const nlohmann::json architecture = {
       {"family", info.family},
       {"kind", info.decoder_only ? "decoder-only" : "encoder-decoder"},
@@ -72,6 +73,12 @@ void print_table(const nlohmann::json& d) {
             << d["matrix_bytes"].get<std::uint64_t>() << " bytes)\n";
   if (!d["tokenizer"].is_null())
     std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<std::int64_t>() << " pieces\n";
+  if (!d["tokenizer"].is_null() && d["tokenizer"].contains("language_codes")) {
+    // --source-lang and --target-lang take these; codes come from the files: escaped.
+    std::cout << "language codes (" << d["tokenizer"]["language_codes"].size() << "):";
+    for (const auto& code : d["tokenizer"]["language_codes"]) std::cout << ' ' << printable(code.get<std::string>());
+    std::cout << '\n';
+  }
   else
     std::cout << "tokenizer: none (use --source-ids / --target-ids)\n";
 

@@ -186,6 +186,21 @@ void add_input_options(CLI::App& command, int& max_input_tokens, bool& truncate,
       ->group("Input");
 }
 
+void add_language_options(CLI::App& command, std::string& source_lang, std::string& target_lang) {
+  flag_of_field()["source_lang"] = "--source-lang";
+  flag_of_field()["target_lang"] = "--target-lang";
+  command
+      .add_option("--source-lang", source_lang,
+                  "Language code of the source, for a multilingual model (NLLB-200: eng_Latn, ...; "
+                  "ordo inspect lists them); a model of one pair takes none")
+      ->group("Languages");
+  command
+      .add_option("--target-lang", target_lang,
+                  "Language code of the target, for a multilingual model (NLLB-200: deu_Latn, ...): "
+                  "every translation starts with it")
+      ->group("Languages");
+}
+
 std::string flag_of(const std::string& field) {
   const auto& flags = flag_of_field();
   const auto flag = flags.find(field);

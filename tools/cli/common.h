@@ -71,6 +71,13 @@ void apply_generation_defaults(const GivenDecodingFlags& given, const Model& mod
 void add_input_options(CLI::App& command, int& max_input_tokens, bool& truncate, const std::string& limited,
                        const std::string& cut);
 
+// Adds --source-lang CODE and --target-lang CODE (group "Languages"), bound to a
+// TranslatorOptions' source_lang and target_lang: the language codes of a multilingual
+// model (NLLB-200's eng_Latn, ...). Checked against the model once it is loaded: a
+// missing or unknown code (or one given to a model without codes) is a usage error
+// listing the model's codes.
+void add_language_options(CLI::App& command, std::string& source_lang, std::string& target_lang);
+
 // The flag of an options field ("beam_size" -> "--beam"), or the field itself when no
 // command registered one.
 std::string flag_of(const std::string& field);

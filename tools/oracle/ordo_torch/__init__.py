@@ -96,3 +96,9 @@ from .marian_dirs import (MarianTokenizerOracle, load_marian_dir,  # noqa: E402
 __all__ += ["MarianMTModel", "marian_config", "marian_positions", "MarianTokenizerOracle",
             "load_marian_dir", "marian_generation_config", "save_marian_dir",
             "write_marian_tokenizer"]
+from .m2m100 import M2M100Model, m2m100_config, m2m100_table  # noqa: E402
+from .m2m100_dirs import (NllbTokenizerOracle, load_m2m100_dir, nllb_generation_config,  # noqa: E402
+                          save_m2m100_dir, write_nllb_tokenizer)
+
+__all__ += ["M2M100Model", "m2m100_config", "m2m100_table", "NllbTokenizerOracle", "load_m2m100_dir",
+            "nllb_generation_config", "save_m2m100_dir", "write_nllb_tokenizer"]
