@@ -110,12 +110,14 @@ void multiply_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, f
   threads::split(*workers, b.rows(), 16, slice);
 }
 
-// Rows of a half-precision or quantized b converted to float32, per thread: a block of
-// kConvertedRows rows for a few rows of a (it stays in L1/L2 while every row of a meets
-// it), kConvertedBlock rows for sgemm (whose packing then reads float32 as it always
-// does). The buffer grows to the widest block once and is reused by every step.
-constexpr Index kConvertedRows = 8;
-constexpr Index kConvertedBlock = 256;
+// Rows of a half-precision or quantized b converted to float32, per thread, into a
+// buffer that grows to the widest block once and is reused by every step. Each product
+// then runs the float32 kernel that float32 weights of the same shape run (same
+// dispatch, same tiles: blocks are whole units of the thread split), so a stored matrix
+// gives exactly the float32 model's numbers on its dequantized weights, at every batch
+// size (tests/test_quantized.cpp).
+constexpr Index kConvertedRows = 48;     // the small-batch kernel's split unit: whole tiles of 3 rows
+constexpr Index kConvertedBlock = 256;   // sgemm's blocks
 
 float* converted_rows(Index count, Index cols) {
   thread_local std::vector<float> buffer;
@@ -125,7 +127,7 @@ float* converted_rows(Index count, Index cols) {
 }
 
 // c [1, n] = a b^T for one row of a, b in a stored format: the kernel reads each stored
-// byte once, split as matvec.
+// byte once and converts it in registers, split as matvec.
 void stored_matvec(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
   const auto stream = [&](Index first, Index count, int) {
     kernels::matvec(b.row_block(first, count), a.data(), c.data() + first, 1.0f, 0.0f);
@@ -136,25 +138,22 @@ void stored_matvec(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const E
   threads::split(*workers, b.rows(), 16, stream);
 }
 
-// A few rows of a: each block of b's rows is converted once into cache and meets every
-// row of a there, so b's stored bytes are read once. Each row of a runs the float32
-// matrix-vector kernel, whose sums are the ones stored_matvec computes: a sequence gets
-// the same numbers whatever else is in its batch (engine/quantized_matvec.cpp).
+// A few rows of a: each block of b's rows is converted once, into cache, where every
+// row of a meets it in ordo's small-batch kernel; b's stored bytes are read once.
 void stored_small_gemm(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
   const auto stream = [&](Index first, Index count, int) {
     float* block = converted_rows(kConvertedRows, b.cols());
     for (Index r = first; r < first + count; r += kConvertedRows) {
       const Index rows = std::min(kConvertedRows, first + count - r);
       b.dequantize(r, rows, block, b.cols());
-      for (Index i = 0; i < a.rows(); ++i)
-        kernels::matvec(block, rows, b.cols(), b.cols(), a.data() + i * a.stride(), c.data() + i * c.stride() + r,
-                        1.0f, 0.0f);
+      kernels::small_gemm_nt(a.data(), a.rows(), a.stride(), block, rows, b.cols(), b.cols(), c.data() + r, c.stride(),
+                             1.0f, 0.0f);
     }
     if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
   };
   const std::shared_ptr<ThreadPool> workers = threads::workers_for(b.rows() * b.cols(), kParallelWeights);
   if (!workers) return stream(0, b.rows(), 0);
-  threads::split(*workers, b.rows(), 48, stream);
+  threads::split(*workers, b.rows(), kConvertedRows, stream);
 }
 
 // Many rows of a: sgemm on blocks of b converted to float32.
@@ -194,7 +193,7 @@ void gemm_nt(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogu
   assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
   if (c.empty()) return;
   if (a.rows() == 1) return stored_matvec(a, b, c, after);
-  if (a.rows() <= kSmallRows) return stored_small_gemm(a, b, c, after);
+  if (a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights) return stored_small_gemm(a, b, c, after);
   stored_gemm(a, b, c, after);
 }
 

@@ -14,7 +14,7 @@ Embedding::Embedding(WeightMatrix table, float scale,
 void Embedding::embed(std::span<const int> ids, const BatchRows& rows, MatrixRef out) const {
   ops::gather_rows(table_, ids, out);
   if (scale_ != 1.0f) ops::scale(out, scale_);
-  positions_->add(out, rows);
+  positions_->add(out, rows, ids);
   if (norm_) ops::normalize(out, *norm_, norm_eps_, out);
 }
 

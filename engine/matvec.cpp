@@ -1,6 +1,7 @@
 #include "engine/matvec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/kernel_path.h"
 
@@ -54,7 +55,9 @@ __attribute__((target("avx2,fma"))) void matvec_avx2(const float* w, Index rows,
     }
     for (; k < narrow_end; k += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(row + k), _mm256_loadu_ps(x + k), a);
     float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
-    for (; k < cols; ++k) sum += row[k] * x[k];
+    // The tail with explicit FMAs (what the compiler made of it anyway): the stored-format
+    // kernels (engine/quantized_matvec.cpp) must give these very sums.
+    for (; k < cols; ++k) sum = std::fma(row[k], x[k], sum);
     store(y + r, sum, alpha, beta);
   }
 }

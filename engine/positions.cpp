@@ -41,8 +41,9 @@ void for_each_sinusoid(const std::vector<double>& frequencies, SinusoidalLayout 
 // Sinusoidal
 
 SinusoidalPositions::SinusoidalPositions(Index dim, SinusoidalLayout layout,
-                                         SinusoidalFrequencies frequencies, Index offset, Index max_steps)
-    : dim_(dim), layout_(layout), offset_(offset), max_steps_(max_steps) {
+                                         SinusoidalFrequencies frequencies, Index offset, Index max_steps,
+                                         std::optional<int> skip_token)
+    : dim_(dim), layout_(layout), offset_(offset), max_steps_(max_steps), skip_token_(skip_token) {
   const char* where = "sinusoidal positions";
   if (dim <= 0 || dim % 2 != 0)
     throw Error(where, "dimension " + str(dim) + " is not a positive even number",
@@ -80,6 +81,32 @@ void SinusoidalPositions::add(MatrixRef embeddings, const BatchRows& rows) const
     for (Index t = 0; t < block.rows(); ++t) {
       float* row = block.data() + t * block.stride();
       for_each_sinusoid(frequencies_, layout_, offset_ + rows.first_step(s) + t,
+                        [row](Index j, double value) { row[j] += static_cast<float>(value); });
+    }
+  }
+}
+
+void SinusoidalPositions::add(MatrixRef embeddings, const BatchRows& rows, std::span<const int> ids) const {
+  if (!skip_token_) return add(embeddings, rows);
+  if (static_cast<Index>(ids.size()) != embeddings.rows())
+    throw Error("sinusoidal positions", str(static_cast<Index>(ids.size())) + " ids for " +
+                                            str(embeddings.rows()) + " embedding rows");
+  if (embeddings.cols() != dim_)
+    throw Error("sinusoidal positions",
+                "embeddings " + shape_of(embeddings) + " are not " + str(dim_) + " wide",
+                "positions and embeddings must share d_model");
+  check_batch_rows("sinusoidal positions", rows, embeddings.rows());
+  // As fairseq's make_positions: position = offset + first_step + (non-skipped rows
+  // before this one in the call); a skipped row gets nothing. Padding rows are skipped
+  // too (never read).
+  for (Index s = 0; s < rows.sequences(); ++s) {
+    check_steps(rows.first_step(s), rows.length(s));
+    const MatrixRef block = rows.of(embeddings, s);
+    Index counted = 0;
+    for (Index t = 0; t < rows.length(s); ++t) {
+      if (ids[static_cast<std::size_t>(s * rows.rows_per_sequence + t)] == *skip_token_) continue;
+      float* row = block.data() + t * block.stride();
+      for_each_sinusoid(frequencies_, layout_, offset_ + rows.first_step(s) + counted++,
                         [row](Index j, double value) { row[j] += static_cast<float>(value); });
     }
   }

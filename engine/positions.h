@@ -15,6 +15,8 @@
 
 #include <limits>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -44,6 +46,13 @@ class AdditivePositions {
  public:
   virtual ~AdditivePositions() = default;
   virtual void add(MatrixRef embeddings, const BatchRows& rows) const = 0;
+  // The same, given the token id of every row (ids [S*T]): a scheme whose positions
+  // depend on the tokens (M2M100's, which skips pad tokens) reads them; the others
+  // ignore them.
+  virtual void add(MatrixRef embeddings, const BatchRows& rows, std::span<const int> ids) const {
+    (void)ids;
+    add(embeddings, rows);
+  }
   // One sequence: embeddings [T, d] are steps first_step .. first_step+T-1.
   void add(MatrixRef embeddings, Index first_step) const;
   // How many steps a sequence may have; unlimited unless the scheme is a finite table.
@@ -64,9 +73,15 @@ class SinusoidalPositions final : public AdditivePositions {
   // dim must be even (and >= 4 for Tensor2Tensor frequencies); throws Error otherwise.
   // `max_steps` bounds a sequence as a table of that many rows would (Marian computes
   // its sinusoids into one): a longer one is an error, as for learned positions.
+  // With `skip_token` (M2M100's pad, fairseq's make_positions), positions count only
+  // the other tokens of a call's rows: the k-th non-skipped real row of sequence s
+  // (k from 0) is at offset + first_steps[s] + k, and a skipped row gets no vector (the
+  // zero row of M2M100's table). Without ids (the overload below), every row counts.
   SinusoidalPositions(Index dim, SinusoidalLayout layout, SinusoidalFrequencies frequencies,
-                      Index offset, Index max_steps = std::numeric_limits<Index>::max());
+                      Index offset, Index max_steps = std::numeric_limits<Index>::max(),
+                      std::optional<int> skip_token = std::nullopt);
   void add(MatrixRef embeddings, const BatchRows& rows) const override;
+  void add(MatrixRef embeddings, const BatchRows& rows, std::span<const int> ids) const override;
   using AdditivePositions::add;
   Index max_steps() const override { return max_steps_; }
   // The position vector of absolute position `position` (any position >= 0), written
@@ -78,6 +93,7 @@ class SinusoidalPositions final : public AdditivePositions {
   SinusoidalLayout layout_;
   Index offset_;
   Index max_steps_;
+  std::optional<int> skip_token_;
   std::vector<double> frequencies_;  // [dim/2]
 };
 

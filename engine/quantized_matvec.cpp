@@ -1,5 +1,6 @@
 #include "engine/quantized_matvec.h"
 
+#include <cmath>
 #include <vector>
 
 #include "engine/half.h"
@@ -131,13 +132,25 @@ struct BF16Row {
   ORDO_AVX2 __m256 operator()(Index k) const { return load_bf16(row + k); }
   float at(Index k) const { return bfloat16_to_float(row[k]); }
 };
-// Int8 whose groups are whole vectors of eight (or the whole row, one scale).
+// Int8 whose groups are whole vectors of eight (or the whole row, one scale). Asked for
+// k in increasing order, it steps to the next group's scale at each boundary (a
+// division a vector cost more than the rest of the loop).
 struct Int8Row {
   const std::int8_t* row;
   const float* scales;
   Index group;
-  ORDO_AVX2 __m256 operator()(Index k) const {
-    return _mm256_mul_ps(load_int8(row + k), _mm256_set1_ps(scales[k / group]));
+  Index group_end = group;
+  const float* scale = scales;
+  __m256 scale_vector = _mm256_set1_ps(*scales);
+  ORDO_AVX2 __m256 operator()(Index k) {
+    if (k >= group_end) {
+      while (k >= group_end) {
+        group_end += group;
+        ++scale;
+      }
+      scale_vector = _mm256_set1_ps(*scale);
+    }
+    return _mm256_mul_ps(load_int8(row + k), scale_vector);
   }
   float at(Index k) const { return static_cast<float>(row[k]) * scales[k / group]; }
 };
@@ -148,7 +161,7 @@ struct Int8Row {
 // sequence's result never depends on the batch it runs in (a few rows convert a block
 // and run the float32 kernel: blas.cpp).
 template <class Row>
-ORDO_AVX2 float dot_like_float(const Row& w, const float* x, Index cols) {
+ORDO_AVX2 float dot_like_float(Row w, const float* x, Index cols) {
   const Index wide_end = cols - cols % 32;
   const Index narrow_end = cols - cols % 8;
   __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
@@ -161,23 +174,56 @@ ORDO_AVX2 float dot_like_float(const Row& w, const float* x, Index cols) {
   }
   for (; k < narrow_end; k += 8) a = _mm256_fmadd_ps(w(k), _mm256_loadu_ps(x + k), a);
   float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
-  for (; k < cols; ++k) sum += w.at(k) * x[k];
+  for (; k < cols; ++k) sum = std::fma(w.at(k), x[k], sum);  // as engine/matvec.cpp's tail
   return sum;
 }
 
-// Int4: the row is whole runs of 32, each unpacked once into four vectors and scaled.
+// Quantized rows at batch 1 sum each group of q * x first and scale the group's sum
+// once: converting a weight then takes three instructions (load-extend, convert, FMA)
+// instead of four, which is the difference between reaching the memory bandwidth and
+// not. The sums differ from the float32 kernel's on the dequantized weights by float
+// rounding only; a few rows (blas.cpp) run the float32 kernels on converted blocks.
+
+// Int8, groups whole runs of 32, or one group (the row, any width).
+ORDO_AVX2 float dot_int8(const std::int8_t* row, const float* scales, Index group, const float* x, Index cols) {
+  __m256 total = _mm256_setzero_ps();
+  float tail = 0.0f;
+  for (Index begin = 0, g = 0; begin < cols; begin += group, ++g) {
+    const Index end = begin + group;
+    __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+    Index k = begin;
+    for (; k + 32 <= end; k += 32) {
+      a = _mm256_fmadd_ps(load_int8(row + k), _mm256_loadu_ps(x + k), a);
+      b = _mm256_fmadd_ps(load_int8(row + k + 8), _mm256_loadu_ps(x + k + 8), b);
+      c = _mm256_fmadd_ps(load_int8(row + k + 16), _mm256_loadu_ps(x + k + 16), c);
+      d = _mm256_fmadd_ps(load_int8(row + k + 24), _mm256_loadu_ps(x + k + 24), d);
+    }
+    for (; k + 8 <= end; k += 8) a = _mm256_fmadd_ps(load_int8(row + k), _mm256_loadu_ps(x + k), a);
+    float group_tail = 0.0f;
+    for (; k < end; ++k) group_tail += static_cast<float>(row[k]) * x[k];
+    total = _mm256_fmadd_ps(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)), _mm256_set1_ps(scales[g]), total);
+    tail += group_tail * scales[g];
+  }
+  return horizontal_sum(total) + tail;
+}
+
+// Int4: whole runs of 32, each unpacked once into four vectors of q.
 ORDO_AVX2 float dot_int4(const std::uint8_t* row, const std::uint16_t* scales, Index group, const float* x,
                          Index cols) {
-  __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
-  for (Index k = 0; k < cols; k += kInt4Run) {
-    const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[k / group]));
-    const Int4Run run = load_int4(row + k / 2);
-    a = _mm256_fmadd_ps(_mm256_mul_ps(run.w[0], scale), _mm256_loadu_ps(x + k), a);
-    b = _mm256_fmadd_ps(_mm256_mul_ps(run.w[1], scale), _mm256_loadu_ps(x + k + 8), b);
-    c = _mm256_fmadd_ps(_mm256_mul_ps(run.w[2], scale), _mm256_loadu_ps(x + k + 16), c);
-    d = _mm256_fmadd_ps(_mm256_mul_ps(run.w[3], scale), _mm256_loadu_ps(x + k + 24), d);
+  __m256 total = _mm256_setzero_ps();
+  for (Index begin = 0, g = 0; begin < cols; begin += group, ++g) {
+    __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+    for (Index k = begin; k < begin + group; k += kInt4Run) {
+      const Int4Run run = load_int4(row + k / 2);
+      a = _mm256_fmadd_ps(run.w[0], _mm256_loadu_ps(x + k), a);
+      b = _mm256_fmadd_ps(run.w[1], _mm256_loadu_ps(x + k + 8), b);
+      c = _mm256_fmadd_ps(run.w[2], _mm256_loadu_ps(x + k + 16), c);
+      d = _mm256_fmadd_ps(run.w[3], _mm256_loadu_ps(x + k + 24), d);
+    }
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
+    total = _mm256_fmadd_ps(sum, _mm256_set1_ps(_cvtsh_ss(scales[g])), total);
   }
-  return horizontal_sum(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
+  return horizontal_sum(total);
 }
 
 ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
@@ -186,9 +232,9 @@ ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
     case WeightFormat::F16: return dot_like_float(F16Row{row_of<std::uint16_t>(w, r)}, x, cols);
     case WeightFormat::BF16: return dot_like_float(BF16Row{row_of<std::uint16_t>(w, r)}, x, cols);
     case WeightFormat::Int8:
-      if (w.group() % 8 == 0 || w.group() == cols)
-        return dot_like_float(Int8Row{row_of<std::int8_t>(w, r), scales_of<float>(w, r), w.group()}, x, cols);
-      break;  // a group that splits a vector of eight: converted first, below
+      if (w.group() % 32 == 0 || w.group() == cols)
+        return dot_int8(row_of<std::int8_t>(w, r), scales_of<float>(w, r), w.group(), x, cols);
+      break;  // groups that split runs of 32: converted first, below
     case WeightFormat::Int4: return dot_int4(row_of<std::uint8_t>(w, r), scales_of<std::uint16_t>(w, r), w.group(), x, cols);
     case WeightFormat::F32: break;
   }
@@ -217,16 +263,20 @@ ORDO_AVX2 void dequantize_row_avx2(const WeightMatrix& w, Index r, float* out) {
     case WeightFormat::Int8: {
       const std::int8_t* row = row_of<std::int8_t>(w, r);
       const float* scales = scales_of<float>(w, r);
-      if (w.group() % 8 != 0) break;  // a group that splits a vector: the portable loop
-      for (; k + 8 <= cols; k += 8)
-        _mm256_storeu_ps(out + k, _mm256_mul_ps(load_int8(row + k), _mm256_set1_ps(scales[k / w.group()])));
+      if (w.group() % 8 != 0 && w.group() != cols) break;  // a group that splits a vector: the portable loop
+      Int8Row converted{row, scales, w.group()};
+      for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(out + k, converted(k));
       break;
     }
     case WeightFormat::Int4: {
       const std::uint8_t* row = row_of<std::uint8_t>(w, r);
       const std::uint16_t* scales = scales_of<std::uint16_t>(w, r);
-      for (; k < cols; k += kInt4Run) {
-        const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[k / w.group()]));
+      __m256 scale = _mm256_setzero_ps();
+      for (Index group_end = 0; k < cols; k += kInt4Run) {
+        if (k == group_end) {
+          scale = _mm256_set1_ps(_cvtsh_ss(scales[k / w.group()]));
+          group_end += w.group();
+        }
         const Int4Run run = load_int4(row + k / 2);
         for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + k + 8 * i, _mm256_mul_ps(run.w[i], scale));
       }

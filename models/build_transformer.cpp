@@ -62,8 +62,9 @@ class Binder {
           return std::make_shared<LearnedPositions>(table, config_.position_offset);
         const Index bound = config_.positions_bounded ? config_.max_position_embeddings
                                                       : std::numeric_limits<Index>::max();
-        return std::make_shared<SinusoidalPositions>(config_.d_model, config_.sinusoidal_layout,
-                                                     config_.sinusoidal_frequencies, config_.position_offset, bound);
+        return std::make_shared<SinusoidalPositions>(
+            config_.d_model, config_.sinusoidal_layout, config_.sinusoidal_frequencies, config_.position_offset, bound,
+            config_.positions_skip_pad ? std::optional<int>(config_.pad_token_id) : std::nullopt);
       }
       case PositionEncoding::Learned:
         return std::make_shared<LearnedPositions>(required(stack, Role::Positions), config_.position_offset);

@@ -14,6 +14,7 @@
 #include "models/config_reader.h"
 #include "models/json_message.h"
 #include "models/llama_config.h"
+#include "models/m2m100_config.h"
 #include "models/marian_config.h"
 #include "models/t5_config.h"
 #include "models/rope_scaling_config.h"
@@ -59,6 +60,7 @@ constexpr EnumName<Family> kFamilies[] = {
     {"marian", Family::Marian},
     {"t5", Family::T5},
     {"mt5", Family::T5},  // MT5Config: T5's keys, other defaults
+    {"m2m_100", Family::M2M100},
 };
 constexpr EnumName<NormKind> kNormKinds[] = {
     {"layer_norm", NormKind::LayerNorm},
@@ -243,6 +245,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
     c = marian_config(json, source);
   } else if (type == "t5" || type == "mt5") {
     c = t5_config(json, source, type);
+  } else if (type == "m2m_100") {
+    c = m2m100_config(json, source);
   } else {
     std::vector<std::string_view> names;
     for (const auto& entry : kFamilies) names.push_back(entry.name);
@@ -276,6 +280,7 @@ nlohmann::json ModelConfig::to_json() const {
   nlohmann::json j = family == Family::Llama    ? llama_config_json(*this)  // the family's own keys
                      : family == Family::Marian ? marian_config_json(*this)
                      : family == Family::T5     ? t5_config_json(*this)
+                     : family == Family::M2M100 ? m2m100_config_json(*this)
                                                 : ordo_config_json();
   if (quantization.enabled()) j["quantization"] = quantization_json(quantization);
   return j;

@@ -4,7 +4,8 @@
 // "llama" is a Hugging Face LLaMA-family config.json as published (its keys are mapped
 // onto these fields by models/llama_config.cpp), "marian" a Hugging Face MarianMTModel
 // one (models/marian_config.cpp), "t5" and "mt5" a T5ForConditionalGeneration one
-// (models/t5_config.cpp). Every family ends in the same
+// (models/t5_config.cpp), "m2m_100" an M2M100 / NLLB-200 one
+// (models/m2m100_config.cpp). Every family ends in the same
 // ModelConfig, which the family's tensor table (models/tensor_names.h) expands.
 //
 // A missing required key, a value of the wrong JSON type, an unknown enum value or an
@@ -44,7 +45,7 @@ std::vector<std::string_view> sinusoidal_layout_names();
 std::vector<std::string_view> rope_layout_names();
 
 // Which tensor table and which config keys a model directory uses.
-enum class Family { Ordo, Llama, Marian, T5 };
+enum class Family { Ordo, Llama, Marian, T5, M2M100 };
 
 std::string_view family_name(Family family);
 
@@ -112,6 +113,9 @@ struct ModelConfig {
   // Sinusoidal positions stop at max_position_embeddings, as a table of that many rows
   // would (Marian's); otherwise they are computed for any step.
   bool positions_bounded = false;
+  // Sinusoidal positions count only the tokens other than pad, and a pad token gets none
+  // (M2M100's: models/m2m100_config.h).
+  bool positions_skip_pad = false;
 
   bool has_encoder() const { return encoder_layers > 0; }
   Index encoder_head_dim() const {

@@ -50,10 +50,9 @@ GenerationConfig read_generation_config(const std::filesystem::path& directory, 
   GenerationConfig g;
   std::filesystem::path path = directory / "generation_config.json";
   if (!exists_quietly(path)) {
-    // Hugging Face's families (GenerationConfig.from_model_config); ordo's and LLaMA's
-    // config.json hold no generation keys.
-    if (config.family != Family::Marian && config.family != Family::T5) return g;
-    path = directory / "config.json";  // from_model_config: the same keys in config.json
+    // Hugging Face families: from_model_config reads the same keys in config.json.
+    if (config.family != Family::Marian && config.family != Family::T5 && config.family != Family::M2M100) return g;
+    path = directory / "config.json";
   }
   g.source = path.string();
   const json object = read_object(path);

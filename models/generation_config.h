@@ -1,5 +1,5 @@
 // generation_config.json (Hugging Face): the decoding defaults a checkpoint ships with,
-// which the command line's flags and a program's options override. A Marian directory
+// which the command line's flags and a program's options override. A Marian or M2M100 directory
 // without one falls back on the same keys in config.json, as transformers'
 // GenerationConfig.from_model_config does (opus-mt's config.json holds num_beams,
 // max_length and bad_words_ids).

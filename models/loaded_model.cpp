@@ -145,6 +145,12 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
     }
   } else if (config.family == Family::T5) {
     model->source_tokenizer_ = model->target_tokenizer_ = load_t5_tokenizer(directory, config);
+  } else if (config.family == Family::M2M100) {
+    FamilyTokenizer files = load_m2m100_tokenizer(directory, config);
+    model->source_tokenizer_ = files.tokenizer;
+    model->target_tokenizer_ = files.tokenizer;
+    model->languages_ = std::move(files.languages);
+    model->special_ids_ = std::move(files.special_ids);
   } else if (exists_quietly(directory / "tokenizer.model")) {
     model->source_tokenizer_ = load_tokenizer(directory / "tokenizer.model",
                                               std::min(config.vocab_size, config.decoder_vocab_size),
@@ -171,6 +177,9 @@ const Tokenizer& LoadedModel::require(const std::shared_ptr<const Tokenizer>& to
   if (config_.family == Family::T5)
     throw Error(directory_.string(), "has no tokenizer (spiece.model)",
                 "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
+  if (config_.family == Family::M2M100)
+    throw Error(directory_.string(), "has no tokenizer (sentencepiece.bpe.model and tokenizer_config.json)",
+                "pass token ids instead (--source-ids, --target-ids)");
   throw Error(directory_.string(), "has no tokenizer (tokenizer.model, or source.model + target.model)",
               "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
 }
@@ -179,7 +188,7 @@ std::string LoadedModel::detokenize_source(std::span<const int> ids) const {
   // The encoder reads every id; only the special ones have no text.
   std::vector<int> text_ids;
   for (int id : ids)
-    if (id != config_.eos_token_id && id != config_.pad_token_id) text_ids.push_back(id);
+    if (id != config_.eos_token_id && id != config_.pad_token_id && !is_special_text_id(id)) text_ids.push_back(id);
   return require(source_tokenizer_).decode(text_ids);
 }
 
@@ -190,10 +199,16 @@ std::string LoadedModel::detokenize_target(std::span<const int> ids) const {
     const int id = ids[i];
     if (i == 0 && tokens.bos && id == *tokens.bos) continue;  // a prompt's bos, which may equal eos (GPT-2)
     if (tokens.is_eos(id)) break;  // what follows eos was never meant
-    if (id == tokens.pad || id == tokens.bos || (!transformer_->decoder_only() && id == tokens.decoder_start)) continue;
+    if (id == tokens.pad || id == tokens.bos || (!transformer_->decoder_only() && id == tokens.decoder_start) ||
+        is_special_text_id(id))
+      continue;
     text_ids.push_back(id);
   }
   return require(target_tokenizer_).decode(text_ids);
+}
+
+bool LoadedModel::is_special_text_id(int id) const {
+  return languages_.is_code(id) || std::find(special_ids_.begin(), special_ids_.end(), id) != special_ids_.end();
 }
 
 std::vector<std::string> LoadedModel::source_pieces(std::span<const int> ids) const {

@@ -23,6 +23,7 @@
 #include "engine/transformer.h"
 #include "models/config.h"
 #include "models/generation_config.h"
+#include "models/nllb_tokenizer.h"
 #include "models/weights.h"
 #include "tokenizer/tokenizer.h"
 
@@ -78,19 +79,29 @@ class LoadedModel {
     bool truncated = false;  // cut to the limit (only with truncate)
   };
 
+  // The model's language codes (NLLB's "eng_Latn", ...); empty for a model of one
+  // language pair.
+  const LanguageCodes& languages() const { return languages_; }
+
   // Text -> ids with eos appended, within the limit. Throws Error when the text breaks
   // the input rule (ordo/text.hpp), is blank, or when there is no tokenizer.
-  std::vector<int> tokenize_source(std::string_view text) const;  // the model's limit
-  TokenizedInput tokenize_source(std::string_view text, const InputLimit& limit) const;
+  // `language`: the token of the text's language code (languages()), put where the
+  // family puts it (NLLB: first, or after eos with legacy_behaviour) and counted in the
+  // limit; a model with language codes needs one (else Error), one without takes none.
+  std::vector<int> tokenize_source(std::string_view text, std::optional<int> language = std::nullopt) const;  // the model's limit
+  TokenizedInput tokenize_source(std::string_view text, const InputLimit& limit,
+                                 std::optional<int> language = std::nullopt) const;
   // Targets are scored whole, never cut: beyond `max_tokens` (0: the model's limit)
-  // they are an Error.
-  std::vector<int> tokenize_target(std::string_view text, Index max_tokens = 0) const;
+  // they are an Error. `language` as for a source.
+  std::vector<int> tokenize_target(std::string_view text, Index max_tokens = 0,
+                                   std::optional<int> language = std::nullopt) const;
   // A prompt for the decoder to continue: the target tokenizer's ids without eos,
   // after bos_token_id when `add_bos` and the model has one. Blank text gives bos alone
   // (generation from scratch), or an error without bos.
   std::vector<int> tokenize_prompt(std::string_view text, bool add_bos) const;  // the model's limit
   TokenizedInput tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit) const;
-  // Ids -> text. Source: eos and pad are skipped. Target: up to the first eos (any of
+  // Ids -> text. Language codes and the family's other special tokens are skipped too.
+  // Source: eos and pad are skipped. Target: up to the first eos (any of
   // the eos ids), with pad, bos and decoder_start skipped.
   std::string detokenize_source(std::span<const int> ids) const;
   std::string detokenize_target(std::span<const int> ids) const;
@@ -101,6 +112,10 @@ class LoadedModel {
  private:
   LoadedModel() = default;
   const Tokenizer& require(const std::shared_ptr<const Tokenizer>& tokenizer) const;
+  // Puts `language` around text ids (eos appended), as the family does; checks it is given
+  // exactly when the model has language codes.
+  void add_language(std::vector<int>& ids, std::optional<int> language, const char* side) const;
+  bool is_special_text_id(int id) const;
 
   std::filesystem::path directory_;
   ModelConfig config_;
@@ -109,6 +124,8 @@ class LoadedModel {
   std::shared_ptr<const Tokenizer> source_tokenizer_;
   std::shared_ptr<const Tokenizer> target_tokenizer_;
   GenerationConfig generation_;
+  LanguageCodes languages_;
+  std::vector<int> special_ids_;  // the family's further ids without text (<mask>)
 };
 
 }  // namespace ordo

@@ -56,28 +56,59 @@ Index LoadedModel::max_prompt_tokens() const {
   return model_bound(transformer_->decoder.max_steps(), transformer_->decoder_only() ? 0 : 1).tokens;
 }
 
-std::vector<int> LoadedModel::tokenize_source(std::string_view text) const { return tokenize_source(text, InputLimit{}).ids; }
+std::vector<int> LoadedModel::tokenize_source(std::string_view text, std::optional<int> language) const {
+  return tokenize_source(text, InputLimit{}, language).ids;
+}
 
-LoadedModel::TokenizedInput LoadedModel::tokenize_source(std::string_view text, const InputLimit& limit) const {
+void LoadedModel::add_language(std::vector<int>& ids, std::optional<int> language, const char* side) const {
+  if (languages_.empty()) {
+    if (language)
+      throw Error(side, "this model has no language codes: it translates one pair",
+                  "leave out --source-lang and --target-lang");
+    ids.push_back(config_.eos_token_id);
+    return;
+  }
+  if (!language)
+    throw Error(side, "this model needs the text's language code (one of: " + languages_.listed() + ")",
+                "translate, score, eval, compare, tokenize and viz attention take --source-lang and --target-lang "
+                "(TranslatorOptions::source_lang, target_lang); generate does not yet");
+  if (languages_.after_eos) {
+    ids.push_back(config_.eos_token_id);
+    ids.push_back(*language);
+  } else {
+    ids.insert(ids.begin(), *language);
+    ids.push_back(config_.eos_token_id);
+  }
+}
+
+LoadedModel::TokenizedInput LoadedModel::tokenize_source(std::string_view text, const InputLimit& limit,
+                                                         std::optional<int> language) const {
   const Tokenizer& tokenizer = require(source_tokenizer_);
   if (!transformer_->encoder)
     throw Error("source", "this model is decoder-only: it has no encoder to read a source", "give a prompt instead");
   const Bound bound = effective(limit.max_tokens, model_bound(transformer_->encoder->embedding().max_steps(), 0));
-  Tokenizer::Bounded text_ids = tokenizer.encode_bounded(text, bound.tokens - 1, Tokenizer::Keep::Start);
+  const Index specials = language ? 2 : 1;  // eos, and the language code
+  const std::string counted = language ? "eos and language code included" : "eos included";
+  Tokenizer::Bounded text_ids =
+      tokenizer.encode_bounded(text, std::max<Index>(bound.tokens - specials, 0), Tokenizer::Keep::Start);
   if (text_ids.more && !limit.truncate)
-    too_long("input text", bound, "eos included",
+    too_long("input text", bound, counted,
              "--truncate keeps the first " + std::to_string(bound.tokens) + ", or split the line");
-  text_ids.ids.push_back(config_.eos_token_id);
+  add_language(text_ids.ids, language, "source");
   return {std::move(text_ids.ids), text_ids.more};
 }
 
-std::vector<int> LoadedModel::tokenize_target(std::string_view text, Index max_tokens) const {
+std::vector<int> LoadedModel::tokenize_target(std::string_view text, Index max_tokens,
+                                              std::optional<int> language) const {
   const Bound bound = effective(max_tokens, model_bound(transformer_->decoder.max_steps(), 0));
-  Tokenizer::Bounded text_ids =
-      require(target_tokenizer_).encode_bounded(text, bound.tokens - 1, Tokenizer::Keep::Start);
+  const Index specials = language ? 2 : 1;
+  Tokenizer::Bounded text_ids = require(target_tokenizer_)
+                                    .encode_bounded(text, std::max<Index>(bound.tokens - specials, 0),
+                                                    Tokenizer::Keep::Start);
   if (text_ids.more)
-    too_long("input text", bound, "eos included", "a target is scored whole, never cut: shorten it");
-  text_ids.ids.push_back(config_.eos_token_id);
+    too_long("input text", bound, language ? "eos and language code included" : "eos included",
+             "a target is scored whole, never cut: shorten it");
+  add_language(text_ids.ids, language, "target");
   return std::move(text_ids.ids);
 }
 

@@ -468,6 +468,45 @@ void write_generated_safetensors_f32(const std::filesystem::path& path,
   if (!out) throw Error(file, "write failed: " + system_error(), "disk full?");
 }
 
+void write_encoded_safetensors(const std::filesystem::path& path, const std::vector<EncodedTensor>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
+  const std::string file = path.string();
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::uint64_t offset = 0;
+  std::vector<std::uint64_t> sizes;
+  for (const EncodedTensor& tensor : tensors) {
+    const std::string where = file + ": tensor '" + tensor.name + "'";
+    if (tensor.name == "__metadata__") throw Error(where, "the name is reserved");
+    if (header.contains(tensor.name)) throw Error(where, "written twice");
+    for (Index d : tensor.shape)
+      if (d < 0) throw Error(where, "shape " + to_string(tensor.shape) + " has a negative dimension");
+    sizes.push_back(static_cast<std::uint64_t>(element_count(tensor.shape)) * dtype_size(tensor.dtype));
+    header[tensor.name] = {{"dtype", std::string(dtype_name(tensor.dtype))}, {"shape", tensor.shape},
+                           {"data_offsets", {offset, offset + sizes.back()}}};
+    offset += sizes.back();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // 8 + N a multiple of 8: the data starts aligned
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(file, "cannot open for writing: " + system_error());
+  char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  out.write(length, sizeof length);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::vector<std::byte> bytes = tensors[i].bytes();
+    if (bytes.size() != sizes[i])
+      throw Error(file + ": tensor '" + tensors[i].name + "'",
+                  "made " + std::to_string(bytes.size()) + " bytes, its header says " + std::to_string(sizes[i]),
+                  "a bug in the writer's caller; please report it");
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out) break;
+  }
+  out.close();
+  if (!out) throw Error(file, "write failed: " + system_error(), "disk full?");
+}
+
 void write_safetensors_f32(const std::filesystem::path& path,
                            const std::vector<NamedTensor>& tensors) {
   std::vector<GeneratedTensor> generated;

@@ -94,4 +94,16 @@ struct GeneratedTensor {
 void write_generated_safetensors_f32(const std::filesystem::path& path,
                                      const std::vector<GeneratedTensor>& tensors);
 
+// A file of tensors of any dtype, each made when it is written (one tensor's bytes in
+// memory at a time: ordo quantize): bytes() must return exactly numel x dtype size
+// bytes, else Error names the tensor. `metadata` becomes "__metadata__" when not empty.
+struct EncodedTensor {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::function<std::vector<std::byte>()> bytes;
+};
+void write_encoded_safetensors(const std::filesystem::path& path, const std::vector<EncodedTensor>& tensors,
+                               const std::map<std::string, std::string>& metadata = {});
+
 }  // namespace ordo

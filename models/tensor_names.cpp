@@ -206,6 +206,42 @@ constexpr Rule kT5Tensors[] = {
     {kD, FeedForwardUp, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wi_1.weight", {Ffn, Model}, 2, kGatedFeedForward},
     {kD, FeedForwardOut, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wo.weight", {Model, Ffn}, 2, kAlways},
     {kD, FeedForwardNorm, Weight, "decoder.block.{i}.layer.2.layer_norm.weight", {Model}, 1, kAlways},
+// Hugging Face's M2M100ForConditionalGeneration (M2M100, NLLB-200), as save_pretrained
+// writes it: model.shared.weight alone stands for both stacks' embed_tokens and lm_head
+// (tied duplicates left out); no position table (M2M100's sinusoids are a buffer that
+// is not saved); pre-norm, so each stack ends in layer_norm; no final_logits_bias.
+constexpr Rule kM2M100Tensors[] = {
+    {kED, TokenEmbedding, Weight, "model.shared.weight", {Vocab, Model}, 2, kAlways},
+    {kE, FinalNorm, Weight, "model.encoder.layer_norm.weight", {Model}, 1, kAlways},
+    {kE, FinalNorm, Bias, "model.encoder.layer_norm.bias", {Model}, 1, kAlways},
+    {kD, FinalNorm, Weight, "model.decoder.layer_norm.weight", {Model}, 1, kAlways},
+    {kD, FinalNorm, Bias, "model.decoder.layer_norm.bias", {Model}, 1, kAlways},
+    {kED, SelfQuery, Weight, "model.{stack}.layers.{i}.self_attn.q_proj.weight", {QueryWidth, Model}, 2, kAlways},
+    {kED, SelfQuery, Bias, "model.{stack}.layers.{i}.self_attn.q_proj.bias", {QueryWidth}, 1, kAlways},
+    {kED, SelfKey, Weight, "model.{stack}.layers.{i}.self_attn.k_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfKey, Bias, "model.{stack}.layers.{i}.self_attn.k_proj.bias", {KvWidth}, 1, kAlways},
+    {kED, SelfValue, Weight, "model.{stack}.layers.{i}.self_attn.v_proj.weight", {KvWidth, Model}, 2, kAlways},
+    {kED, SelfValue, Bias, "model.{stack}.layers.{i}.self_attn.v_proj.bias", {KvWidth}, 1, kAlways},
+    {kED, SelfOutput, Weight, "model.{stack}.layers.{i}.self_attn.out_proj.weight", {Model, QueryWidth}, 2, kAlways},
+    {kED, SelfOutput, Bias, "model.{stack}.layers.{i}.self_attn.out_proj.bias", {Model}, 1, kAlways},
+    {kED, SelfNorm, Weight, "model.{stack}.layers.{i}.self_attn_layer_norm.weight", {Model}, 1, kAlways},
+    {kED, SelfNorm, Bias, "model.{stack}.layers.{i}.self_attn_layer_norm.bias", {Model}, 1, kAlways},
+    {kD, CrossQuery, Weight, "model.decoder.layers.{i}.encoder_attn.q_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossQuery, Bias, "model.decoder.layers.{i}.encoder_attn.q_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossKey, Weight, "model.decoder.layers.{i}.encoder_attn.k_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossKey, Bias, "model.decoder.layers.{i}.encoder_attn.k_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossValue, Weight, "model.decoder.layers.{i}.encoder_attn.v_proj.weight", {QueryWidth, Model}, 2, kEncoder},
+    {kD, CrossValue, Bias, "model.decoder.layers.{i}.encoder_attn.v_proj.bias", {QueryWidth}, 1, kEncoder},
+    {kD, CrossOutput, Weight, "model.decoder.layers.{i}.encoder_attn.out_proj.weight", {Model, QueryWidth}, 2, kEncoder},
+    {kD, CrossOutput, Bias, "model.decoder.layers.{i}.encoder_attn.out_proj.bias", {Model}, 1, kEncoder},
+    {kD, CrossNorm, Weight, "model.decoder.layers.{i}.encoder_attn_layer_norm.weight", {Model}, 1, kEncoder},
+    {kD, CrossNorm, Bias, "model.decoder.layers.{i}.encoder_attn_layer_norm.bias", {Model}, 1, kEncoder},
+    {kED, FeedForwardIn, Weight, "model.{stack}.layers.{i}.fc1.weight", {Ffn, Model}, 2, kAlways},
+    {kED, FeedForwardIn, Bias, "model.{stack}.layers.{i}.fc1.bias", {Ffn}, 1, kAlways},
+    {kED, FeedForwardOut, Weight, "model.{stack}.layers.{i}.fc2.weight", {Model, Ffn}, 2, kAlways},
+    {kED, FeedForwardOut, Bias, "model.{stack}.layers.{i}.fc2.bias", {Model}, 1, kAlways},
+    {kED, FeedForwardNorm, Weight, "model.{stack}.layers.{i}.final_layer_norm.weight", {Model}, 1, kAlways},
+    {kED, FeedForwardNorm, Bias, "model.{stack}.layers.{i}.final_layer_norm.bias", {Model}, 1, kAlways},
 };
 
 std::span<const Rule> table(Family family) {
@@ -214,6 +250,7 @@ std::span<const Rule> table(Family family) {
     case Family::Llama: return kLlamaTensors;
     case Family::Marian: return kMarianTensors;
     case Family::T5: return kT5Tensors;
+    case Family::M2M100: return kM2M100Tensors;
   }
   return {};
 }

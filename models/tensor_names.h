@@ -10,6 +10,7 @@
 //   llama (Hugging Face):     model.layers.{i}.self_attn.q_proj.weight, ...
 //   marian (Hugging Face):    as ordo, with optional sinusoid tables (MarianMTModel)
 //   t5 (Hugging Face):        shared.weight, {encoder,decoder}.block.{i}.layer.{j}.*
+//   m2m_100 (Hugging Face):   as ordo, pre-norm, one shared embedding (M2M100, NLLB-200)
 #pragma once
 
 #include <optional>

@@ -268,7 +268,7 @@ TEST(Config, UnknownEnumValuesListTheChoices) {
 TEST(Config, OtherModelTypesSaySupportedTypes) {
   EXPECT_THAT(error_with("model_type", "bart"),
               HasSubstr("key 'model_type': unsupported model type \"bart\" (supported types: "
-                        "ordo, llama, marian, t5, mt5"));
+                        "ordo, llama, marian, t5, mt5, m2m_100)"));
 }
 
 TEST(Config, SizesMustBePositive) {

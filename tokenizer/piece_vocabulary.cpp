@@ -55,6 +55,23 @@ PieceVocabulary PieceVocabulary::load(const std::filesystem::path& path, const s
   return vocabulary;
 }
 
+PieceVocabulary PieceVocabulary::from_pieces(const std::filesystem::path& path, std::vector<std::string> by_id,
+                                             int unknown_id) {
+  PieceVocabulary vocabulary;
+  vocabulary.path_ = path;
+  vocabulary.present_.resize(by_id.size(), false);
+  for (std::size_t id = 0; id < by_id.size(); ++id) {
+    if (by_id[id].empty()) continue;
+    vocabulary.present_[id] = true;
+    vocabulary.ids_.insert_or_assign(by_id[id], static_cast<int>(id));
+  }
+  vocabulary.pieces_ = std::move(by_id);
+  if (unknown_id < 0 || unknown_id >= vocabulary.id_bound() || !vocabulary.present_[static_cast<std::size_t>(unknown_id)])
+    throw Error(path.string(), "has no piece with the id " + std::to_string(unknown_id) + ", which unknown pieces become");
+  vocabulary.unknown_id_ = unknown_id;
+  return vocabulary;
+}
+
 int PieceVocabulary::id(std::string_view piece) const {
   const auto found = ids_.find(std::string(piece));
   return found == ids_.end() ? unknown_id_ : found->second;

@@ -18,6 +18,14 @@ class PieceVocabulary {
   // when an id is negative, too large (kMaxVocabularyIds) or given to two pieces, or
   // when there is no `unknown_piece` (what unknown pieces become).
   static PieceVocabulary load(const std::filesystem::path& path, const std::string& unknown_piece);
+  // A vocabulary built from pieces by id (NLLB's: the SentencePiece pieces shifted by
+  // fairseq's offset, the special tokens and language codes around them); "" marks an
+  // id no piece has. A piece listed twice keeps its later id for encoding (an added
+  // token wins over a SentencePiece piece, as in transformers). `path` names it in
+  // messages; `unknown_id` (a present id) is what unknown pieces become. Throws Error
+  // when `unknown_id` has no piece.
+  static PieceVocabulary from_pieces(const std::filesystem::path& path, std::vector<std::string> by_id,
+                                     int unknown_id);
 
   // The id of a piece; the unknown piece's id for a piece the vocabulary lacks.
   int id(std::string_view piece) const;

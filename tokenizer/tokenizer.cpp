@@ -220,6 +220,13 @@ std::vector<std::string> Tokenizer::pieces(std::span<const int> ids) const {
   return pieces_of_ids(ids);
 }
 
+std::vector<std::string> Tokenizer::model_pieces() const {
+  std::vector<std::string> pieces;
+  pieces.reserve(static_cast<std::size_t>(processor_->GetPieceSize()));
+  for (int id = 0; id < processor_->GetPieceSize(); ++id) pieces.push_back(processor_->IdToPiece(id));
+  return pieces;
+}
+
 Index Tokenizer::vocab_size() const {
   return mapping_.vocabulary ? mapping_.vocabulary->id_bound() : processor_->GetPieceSize() + mapping_.extra_ids;
 }

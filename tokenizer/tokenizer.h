@@ -76,6 +76,10 @@ class Tokenizer {
   // Ids -> their pieces ("▁cat"), for display.
   std::vector<std::string> pieces(std::span<const int> ids) const;
 
+  // The SentencePiece model's own pieces, by its own ids (whatever the mapping): what a
+  // family's vocabulary is built from (NLLB's, shifted by fairseq's offset).
+  std::vector<std::string> model_pieces() const;
+
   // Ids this tokenizer gives or reads: [0, vocab_size()) (with a vocabulary: one more
   // than its largest id; with extra ids, the pieces and those).
   Index vocab_size() const;

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,9 +14,16 @@
 #include "engine/search.h"
 #include "engine/workspace_pool.h"
 #include "models/loaded_model.h"
+#include "models/quantization_config.h"
 #include "ordo/ordo.hpp"
 
 namespace ordo {
+
+namespace detail {
+// The format LoadOptions asks the weight matrices to run in; nullopt: as stored. Throws
+// OptionError (field "group_size") for a group size the type cannot take.
+std::optional<Quantization> compute_type_of(const LoadOptions& options);
+}  // namespace detail
 
 struct Model::Impl {
   std::shared_ptr<const LoadedModel> model;
@@ -22,7 +31,10 @@ struct Model::Impl {
 
 struct Translator::Impl {
   Model model;
-  TranslatorOptions options;
+  TranslatorOptions options;  // decoding.forced_bos_token_id is target_lang's token when one is given
+  // The tokens of options.source_lang and target_lang (a model with language codes).
+  std::optional<int> source_language;
+  std::optional<int> target_language;
   // Decoding buffers, borrowed by one call at a time; copies of a Translator share them.
   std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
 };
@@ -46,6 +58,10 @@ struct ModelAccess {
 };
 inline const LoadedModel& loaded(const Model& model) { return *ModelAccess::loaded(model); }
 inline Model public_model(std::shared_ptr<const LoadedModel> model) { return ModelAccess::wrap(std::move(model)); }
+
+// The token of a language code of `model`; throws OptionError(field) when the model
+// has no language codes or not this one (listing them).
+int language_id(const LoadedModel& model, std::string_view code, const std::string& field);
 
 // Throws OptionError("max_input_tokens") unless the value is 0 or at least 2; the
 // second form also when it is more than `model_limit`, the tokens the model reads per

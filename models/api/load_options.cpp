@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "models/rope_scaling_config.h"
 #include "ordo/error.hpp"
@@ -46,6 +47,24 @@ void RopeScalingOverride::validate() const {
   if (!known || type == "default") bad("unknown type '" + type + "' (expected " + kTypes + ")");
   if (type != "none" && (!(factor > 0.0) || !std::isfinite(factor)))
     bad("factor must be a finite number > 0, got " + std::to_string(factor));
+}
+
+namespace {
+constexpr std::pair<ComputeType, std::string_view> kComputeTypes[] = {
+    {ComputeType::Auto, "auto"}, {ComputeType::F32, "f32"},   {ComputeType::F16, "f16"},
+    {ComputeType::BF16, "bf16"}, {ComputeType::Int8, "int8"}, {ComputeType::Int4, "int4"}};
+}  // namespace
+
+std::string_view compute_type_name(ComputeType type) {
+  for (const auto& [value, name] : kComputeTypes)
+    if (value == type) return name;
+  return "?";
+}
+
+ComputeType parse_compute_type(std::string_view text) {
+  for (const auto& [value, name] : kComputeTypes)
+    if (name == text) return value;
+  throw OptionError("compute_type", "unknown value '" + std::string(text) + "' (expected auto, f32, f16, bf16, int8 or int4)");
 }
 
 }  // namespace ordo

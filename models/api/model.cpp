@@ -19,17 +19,49 @@ Model Model::load(const std::filesystem::path& directory, const WarningHandler& 
   return detail::ModelAccess::wrap(LoadedModel::load(find_model_directory(directory.string()), warn));
 }
 
+std::optional<Quantization> detail::compute_type_of(const LoadOptions& options) {
+  WeightFormat format = WeightFormat::F32;
+  switch (options.compute_type) {
+    case ComputeType::Auto:
+      if (options.group_size != -1)
+        throw OptionError("group_size", "is set, but compute_type is auto: a group size needs int8 or int4");
+      return std::nullopt;
+    case ComputeType::F32: format = WeightFormat::F32; break;
+    case ComputeType::F16: format = WeightFormat::F16; break;
+    case ComputeType::BF16: format = WeightFormat::BF16; break;
+    case ComputeType::Int8: format = WeightFormat::Int8; break;
+    case ComputeType::Int4: format = WeightFormat::Int4; break;
+  }
+  Quantization q{format, default_group_size(format)};
+  if (options.group_size != -1) {
+    if (!q.enabled())
+      throw OptionError("group_size", "is set, but compute_type " + std::string(compute_type_name(options.compute_type)) +
+                                          " has no scales: a group size needs int8 or int4");
+    if (options.group_size < 0 || (format == WeightFormat::Int4 && (options.group_size == 0 || options.group_size % kInt4Run != 0)))
+      throw OptionError("group_size", std::to_string(options.group_size) + " is not a group size for " +
+                                          std::string(weight_format_name(format)) +
+                                          (format == WeightFormat::Int4 ? " (a positive multiple of 32)" : " (0: one scale per row, or > 0)"));
+    q.group_size = options.group_size;
+  }
+  return q;
+}
+
 Model Model::load(const std::filesystem::path& directory, const LoadOptions& options,
                   const WarningHandler& on_warning) {
   const WarningHandler warn = on_warning ? on_warning : WarningHandler(LoadedModel::print_warning);
-  if (!options.rope_scaling) return load(directory, warn);
-  options.rope_scaling->validate();
-  bool known = false;
-  const RopeScalingType type = rope_scaling_type_of(options.rope_scaling->type, known);
-  const double factor = options.rope_scaling->factor;
-  return detail::ModelAccess::wrap(LoadedModel::load(
-      find_model_directory(directory.string()), warn,
-      [type, factor](ModelConfig& config) { override_rope_scaling(config, type, factor); }));
+  const std::optional<Quantization> compute = detail::compute_type_of(options);
+  if (!options.rope_scaling && !compute) return load(directory, warn);
+  std::optional<std::pair<RopeScalingType, double>> scaling;
+  if (options.rope_scaling) {
+    options.rope_scaling->validate();
+    bool known = false;
+    scaling.emplace(rope_scaling_type_of(options.rope_scaling->type, known), options.rope_scaling->factor);
+  }
+  return detail::ModelAccess::wrap(
+      LoadedModel::load(find_model_directory(directory.string()), warn, [scaling, compute](ModelConfig& config) {
+        if (scaling) override_rope_scaling(config, scaling->first, scaling->second);
+        config.compute_type = compute;
+      }));
 }
 
 Model Model::load_default(const WarningHandler& on_warning) { return load(default_model_directory(), on_warning); }
@@ -49,6 +81,18 @@ std::vector<int> Model::tokenize_source(std::string_view text) const { return im
 std::vector<int> Model::tokenize_target(std::string_view text) const { return impl_->model->tokenize_target(text); }
 std::vector<int> Model::tokenize_prompt(std::string_view text, bool add_bos) const {
   return impl_->model->tokenize_prompt(text, add_bos);
+}
+const std::vector<std::string>& Model::language_codes() const noexcept {
+  return impl_->model->languages().codes;
+}
+int Model::language_id(std::string_view code, const std::string& field) const {
+  return detail::language_id(*impl_->model, code, field);
+}
+std::vector<int> Model::tokenize_source(std::string_view text, std::string_view language) const {
+  return impl_->model->tokenize_source(text, language_id(language, "source_lang"));
+}
+std::vector<int> Model::tokenize_target(std::string_view text, std::string_view language) const {
+  return impl_->model->tokenize_target(text, 0, language_id(language, "target_lang"));
 }
 std::string Model::detokenize_source(std::span<const int> ids) const { return impl_->model->detokenize_source(ids); }
 std::string Model::detokenize_target(std::span<const int> ids) const { return impl_->model->detokenize_target(ids); }
@@ -87,6 +131,9 @@ ModelInfo Model::info() const {
   if (model.has_tokenizer()) info.tokenizer_vocab_size = static_cast<int>(model.tokenizer_vocab_size());
   info.generation_config_json = model.generation().applied.dump();
   info.generation_config_file = model.generation().source;
+  info.compute_type = weights.matrix_formats();
+  info.matrix_bytes = weights.matrix_bytes();
+  info.language_codes = model.languages().codes;
   return info;
 }
 

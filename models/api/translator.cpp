@@ -30,6 +30,33 @@ void check_translator(const Model& model, const TranslatorOptions& options) {
   detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
 }
 
+// The translator's state for `options`: their language codes as tokens, and the
+// target's forced as the first generated token. Throws OptionError for a code the model
+// lacks, or any code for a model without codes. A missing code is found by the call that
+// needs it (require_languages): a translator for ids, or one that only derives others
+// with with_options (a server's, the Python bindings'), needs none.
+Translator::Impl make_impl(const Model& model, TranslatorOptions options,
+                           std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>()) {
+  check_translator(model, options);
+  const LoadedModel& loaded = detail::loaded(model);
+  std::optional<int> source, target;
+  if (!options.source_lang.empty()) source = detail::language_id(loaded, options.source_lang, "source_lang");
+  if (!options.target_lang.empty()) {
+    target = detail::language_id(loaded, options.target_lang, "target_lang");
+    options.decoding.forced_bos_token_id = *target;
+  }
+  return Translator::Impl{model, std::move(options), source, target, std::move(workspaces)};
+}
+
+// A model with language codes reads a text only with its source's code, and translates
+// only into a target language: OptionError naming the option that is missing.
+void require_languages(const Translator::Impl& impl, bool source, bool target) {
+  const LanguageCodes& languages = detail::loaded(impl.model).languages();
+  if (languages.empty()) return;
+  if (source && !impl.source_language) (void)detail::language_id(detail::loaded(impl.model), "", "source_lang");
+  if (target && !impl.target_language) (void)detail::language_id(detail::loaded(impl.model), "", "target_lang");
+}
+
 void check_interrupt(const TranslatorOptions& options) {
   if (options.interrupt) options.interrupt();
 }
@@ -48,16 +75,26 @@ void TranslatorOptions::validate() const {
   detail::check_max_input_tokens(max_input_tokens);
 }
 
-Translator::Translator(const Model& model, const TranslatorOptions& options)
-    : impl_(std::make_shared<const Impl>(Impl{model, options})) {
-  check_translator(model, options);
+int detail::language_id(const LoadedModel& model, std::string_view code, const std::string& field) {
+  const LanguageCodes& languages = model.languages();
+  if (languages.empty())
+    throw OptionError(field, "this model has no language codes (it translates one pair), got \"" +
+                                 escape_control_characters(std::string(code)) + "\"");
+  if (code.empty())
+    throw OptionError(field, "this model translates between languages and needs a language code, one of: " +
+                                 languages.listed());
+  if (const auto id = languages.id(code)) return *id;
+  throw OptionError(field, "unknown language code \"" + escape_control_characters(std::string(code)) +
+                               "\"; this model's codes: " + languages.listed());
 }
+
+Translator::Translator(const Model& model, const TranslatorOptions& options)
+    : impl_(std::make_shared<const Impl>(make_impl(model, options))) {}
 
 Translator::Translator(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Translator Translator::with_options(const TranslatorOptions& options) const {
-  check_translator(impl_->model, options);
-  return Translator(std::make_shared<const Impl>(Impl{impl_->model, options, impl_->workspaces}));
+  return Translator(std::make_shared<const Impl>(make_impl(impl_->model, options, impl_->workspaces)));
 }
 
 std::string Translator::translate(std::string_view text) const { return translate_detailed(text).best().text; }
@@ -72,6 +109,7 @@ Translation Translator::translate_detailed(std::string_view text) const {
 
 std::vector<Translation> Translator::translate_batch(std::span<const std::string> lines,
                                                      std::uint64_t first_index) const {
+  require_languages(*impl_, true, true);
   const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Translation> requests(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -83,7 +121,7 @@ std::vector<Translation> Translator::translate_batch(std::span<const std::string
       continue;
     }
     try {
-      LoadedModel::TokenizedInput source = model.tokenize_source(r.source, input_limit(*impl_));
+      LoadedModel::TokenizedInput source = model.tokenize_source(r.source, input_limit(*impl_), impl_->source_language);
       r.source_ids = std::move(source.ids);
       r.truncated = source.truncated;
     } catch (const Error& e) {
@@ -95,6 +133,7 @@ std::vector<Translation> Translator::translate_batch(std::span<const std::string
 
 std::vector<Translation> Translator::translate_ids_batch(std::span<const std::vector<int>> sources,
                                                          std::uint64_t first_index) const {
+  require_languages(*impl_, false, true);  // the ids hold the source's code; the target's is forced
   const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Translation> requests(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -121,6 +160,7 @@ std::vector<Score> Translator::score_batch(std::span<const std::string> sources,
                                            std::span<const std::string> targets) const {
   if (sources.size() != targets.size())
     throw Error("score", std::to_string(sources.size()) + " sources for " + std::to_string(targets.size()) + " targets");
+  require_languages(*impl_, true, true);
   const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Score> results(sources.size());
   // The pairs that tokenize, in ids, and where each one's score goes.
@@ -130,9 +170,9 @@ std::vector<Score> Translator::score_batch(std::span<const std::string> sources,
     check_interrupt(impl_->options);
     const char* side = "source";  // errors name the side at fault: "target: input text: is empty ..."
     try {
-      LoadedModel::TokenizedInput cut = model.tokenize_source(sources[i], input_limit(*impl_));
+      LoadedModel::TokenizedInput cut = model.tokenize_source(sources[i], input_limit(*impl_), impl_->source_language);
       side = "target";
-      target_ids.push_back(model.tokenize_target(targets[i], impl_->options.max_input_tokens));
+      target_ids.push_back(model.tokenize_target(targets[i], impl_->options.max_input_tokens, impl_->target_language));
       source_ids.push_back(std::move(cut.ids));
       results[i].truncated = cut.truncated;
       origin.push_back(i);
@@ -168,9 +208,10 @@ std::vector<Score> Translator::score_ids_batch(std::span<const std::vector<int>>
 }
 
 EncoderOutput Translator::encode(std::string_view text) const {
+  require_languages(*impl_, true, false);
   const LoadedModel& model = detail::loaded(impl_->model);
   EncoderOutput result;
-  result.ids = model.tokenize_source(text, input_limit(*impl_)).ids;
+  result.ids = model.tokenize_source(text, input_limit(*impl_), impl_->source_language).ids;
   result.tokens = model.source_pieces(result.ids);
   const Matrix states = ordo::encode(model.transformer(), result.ids);  // [S, d]
   result.rows = static_cast<int>(states.rows());
@@ -180,11 +221,12 @@ EncoderOutput Translator::encode(std::string_view text) const {
 }
 
 Attention Translator::attention(std::string_view source, std::string_view target) const {
+  require_languages(*impl_, true, true);
   const LoadedModel& model = detail::loaded(impl_->model);
-  const std::vector<int> source_ids = model.tokenize_source(source, input_limit(*impl_)).ids;
+  const std::vector<int> source_ids = model.tokenize_source(source, input_limit(*impl_), impl_->source_language).ids;
   const std::vector<int> target_ids =
       target.empty() ? translate_ids_batch(std::span(&source_ids, 1)).front().best().ids
-                     : model.tokenize_target(target, impl_->options.max_input_tokens);
+                     : model.tokenize_target(target, impl_->options.max_input_tokens, impl_->target_language);
   return attention_ids(source_ids, target_ids);
 }
 

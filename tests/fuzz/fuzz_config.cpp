@@ -1,7 +1,7 @@
 // libFuzzer target: config.json of every family (model_type "ordo", "llama", "marian",
-// "t5" and "mt5"; the seeds hold each, and mutations switch between them). What is
-// accepted must also expand into its tensor table (when the layer count is one a file
-// could hold), and an ordo-, Marian- or T5-family config must survive its own to_json(): what
+// "t5", "mt5" and "m2m_100"; the seeds hold each, and mutations switch between them).
+// What is accepted must also expand into its tensor table (when the layer count is one a
+// file could hold), and a config of every family but LLaMA must survive its own to_json(): what
 // `ordo inspect` prints reads back as the same config.
 #include <cstddef>
 #include <cstdint>

@@ -79,9 +79,10 @@ Grid token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
 // is refused, as by every command).
 Model load_compared(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
   const std::string& scaling = options.common.rope_scaling;
-  if (scaling.empty()) return Model::load(dir);
-  if (all_shipped && Model::load(dir, quiet).info().position_encoding != "rope") return Model::load(dir);
-  return Model::load(dir, load_options(scaling));
+  const std::string& compute = options.common.compute_type;
+  if (scaling.empty() || (all_shipped && Model::load(dir, quiet).info().position_encoding != "rope"))
+    return Model::load(dir, load_options("", compute));
+  return Model::load(dir, load_options(scaling, compute));
 }
 
 Compared compare(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
@@ -242,6 +243,7 @@ void setup_compare(CLI::App& app) {
   command->add_option("text_a", options->text_a, "First sentence")->required();
   command->add_option("text_b", options->text_b, "Second sentence")->required();
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  add_language_options(*command, options->translator.source_lang, options->translator.target_lang);
   command->remove_option(command->get_option("--n-best"));  // compare shows the best translation alone
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");

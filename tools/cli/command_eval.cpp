@@ -153,6 +153,7 @@ void setup_eval(CLI::App& app) {
       ->check(CLI::ExistingFile)
       ->option_text("FILE REQUIRED");
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  add_language_options(*command, options->translator.source_lang, options->translator.target_lang);
   command->remove_option(command->get_option("--n-best"));  // eval scores the best translation alone
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");

@@ -31,6 +31,7 @@ nlohmann::json describe(const Model& model) {
   }
   nlohmann::json tokenizer = nullptr;
   if (model.has_tokenizer()) tokenizer = {{"vocab_size", info.tokenizer_vocab_size}};
+  if (!info.language_codes.empty()) tokenizer["language_codes"] = info.language_codes;
   const nlohmann::json architecture = {
       {"family", info.family},
       {"kind", info.decoder_only ? "decoder-only" : "encoder-decoder"},
@@ -44,6 +45,8 @@ nlohmann::json describe(const Model& model) {
           {"generation_config", nlohmann::json::parse(info.generation_config_json)},
           {"generation_config_file", info.generation_config_file},
           {"parameters", info.parameters},
+          {"compute_type", info.compute_type},
+          {"matrix_bytes", info.matrix_bytes},
           {"tensors", tensors},
           {"unused_tensors", unused},
           {"tokenizer", tokenizer}};
@@ -65,9 +68,17 @@ void print_table(const nlohmann::json& d) {
     for (const auto& [key, value] : d["generation_config"].items())
       std::cout << "  " << std::left << std::setw(34) << key << value.dump() << '\n';
   }
-  std::cout << "\nparameters: " << d["parameters"].get<std::int64_t>() << '\n';
+  std::cout << "\nparameters: " << d["parameters"].get<std::int64_t>() << '\n'
+            << "weight matrices run as: " << d["compute_type"].get<std::string>() << " ("
+            << d["matrix_bytes"].get<std::uint64_t>() << " bytes)\n";
   if (!d["tokenizer"].is_null())
     std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<std::int64_t>() << " pieces\n";
+  if (!d["tokenizer"].is_null() && d["tokenizer"].contains("language_codes")) {
+    // --source-lang and --target-lang take these; codes come from the files: escaped.
+    std::cout << "language codes (" << d["tokenizer"]["language_codes"].size() << "):";
+    for (const auto& code : d["tokenizer"]["language_codes"]) std::cout << ' ' << printable(code.get<std::string>());
+    std::cout << '\n';
+  }
   else
     std::cout << "tokenizer: none (use --source-ids / --target-ids)\n";
 

@@ -26,6 +26,7 @@ struct ScoreOptions {
   bool no_bos = false;
   int max_input_tokens = 0;
   bool truncate = false;
+  std::string source_lang, target_lang;  // a multilingual model's codes
 };
 
 // "--target: input text: is empty ..." rather than "target: ...": name the flag at fault.
@@ -68,10 +69,14 @@ Score score_pair(const Model& model, const ScoreOptions& options, bool text, boo
   TranslatorOptions translator_options;
   translator_options.max_input_tokens = options.max_input_tokens;
   translator_options.truncate = options.truncate;
+  translator_options.source_lang = options.source_lang;
+  translator_options.target_lang = options.target_lang;
   const Translator translator(model, translator_options);
   if (text) {
     try {
       return translator.score(options.source, options.target);
+    } catch (const OptionError&) {
+      throw;  // a missing --source-lang or --target-lang: a usage error naming its flag
     } catch (const Error& e) {
       rethrow_naming_flag(e);
     }
@@ -86,6 +91,10 @@ Score score_pair(const Model& model, const ScoreOptions& options, bool text, boo
 void run_score(const ScoreOptions& options, bool text, bool has_source) {
   const auto model = load_model(options.common);
   const bool alone = model.is_decoder_only();
+  if (alone)  // a language model has no language codes: a given one is a usage error naming its flag
+    for (const auto& [field, code] : {std::pair{"source_lang", &options.source_lang},
+                                      std::pair{"target_lang", &options.target_lang}})
+      if (!code->empty()) (void)model.language_id(*code, field);
   const Score scored = alone ? score_alone(model, options, text, has_source) : score_pair(model, options, text, has_source);
   const std::vector<int>& target = scored.ids;
   const std::vector<float>& logprobs = scored.token_logprobs;
@@ -143,6 +152,7 @@ void setup_score(CLI::App& app) {
   add_input_options(*command, options->max_input_tokens, options->truncate,
                     "--source and of --target, eos included",
                     "the first tokens of --source (a target is never cut: it would be scored as another text)");
+  add_language_options(*command, options->source_lang, options->target_lang);
   add_common_options(*command, options->common);
   command->callback([options, command] {
     TranslatorOptions limits;  // --max-input-tokens is checked as the library checks it, before any work

@@ -24,6 +24,7 @@ struct TokenizeOptions {
   std::vector<std::string> texts;
   std::string as;  // source, target, prompt; empty: what the model reads first
   bool no_bos = false;
+  std::string source_lang, target_lang;  // a multilingual model's codes
 };
 
 // Display width of UTF-8 text: its code points (the pieces are letters, not wide CJK).
@@ -51,10 +52,24 @@ void run_tokenize(const TokenizeOptions& options) {
   if (role == "source" && decoder_only)
     throw CLI::ValidationError("--as", "source: this model is decoder-only and reads no source; use prompt or target");
   const bool bos = !options.no_bos;
+  // A multilingual model's source and target carry their language's code (the one of
+  // their side is required); a code given to a model without codes is a usage error.
+  const bool languages = !model.language_codes().empty();
+  for (const auto& [field, code] : {std::pair{"source_lang", &options.source_lang},
+                                    std::pair{"target_lang", &options.target_lang}})
+    if (!languages && !code->empty()) (void)model.language_id(*code, field);
+  const auto source_ids = [&](const std::string& text) {
+    return languages || !options.source_lang.empty() ? model.tokenize_source(text, options.source_lang)
+                                                     : model.tokenize_source(text);
+  };
+  const auto target_ids = [&](const std::string& text) {
+    return languages || !options.target_lang.empty() ? model.tokenize_target(text, options.target_lang)
+                                                     : model.tokenize_target(text);
+  };
   for (const std::string& text : options.texts) {
     // generate puts bos before a decoder-only model's prompt only (ordo::Generator::prepare).
-    const std::vector<int> ids = role == "source"   ? model.tokenize_source(text)
-                                 : role == "target" ? model.tokenize_target(text)
+    const std::vector<int> ids = role == "source"   ? source_ids(text)
+                                 : role == "target" ? target_ids(text)
                                                     : model.tokenize_prompt(text, bos && decoder_only);
     const std::vector<std::string> pieces =
         role == "source" ? model.source_pieces(ids) : model.target_pieces(ids);
@@ -94,6 +109,7 @@ void setup_tokenize(CLI::App& app) {
                    "model unless --no-bos). Default: source, or prompt for a decoder-only model")
       ->check(CLI::IsMember({"source", "target", "prompt"}));
   command->add_flag("--no-bos", options->no_bos, "With --as prompt: no bos_token_id first");
+  add_language_options(*command, options->source_lang, options->target_lang);
   add_common_options(*command, options->common);
   command->callback([options] { run_tokenize(*options); });
 }

@@ -191,6 +191,7 @@ void setup_translate(CLI::App& app) {
       ->excludes(command->get_option("--source-ids"));
   command->add_option("--output", options->output, "Write to FILE instead of stdout")->type_name("FILE");
   add_decoding_options(*command, options->translator.decoding, options->translator.batch_size);
+  add_language_options(*command, options->translator.source_lang, options->translator.target_lang);
   add_input_options(*command, options->translator.max_input_tokens, options->translator.truncate,
                     "a source, eos included", "its first tokens");
   add_common_options(*command, options->common);

@@ -30,6 +30,7 @@ struct AttentionOptions {
   bool kind_given = false;
   std::string out;
   int max_length = 0;
+  std::string source_lang, target_lang;  // a multilingual model's codes
 };
 
 AttentionKind kind_of(const std::string& name) {
@@ -83,8 +84,13 @@ Axes record(const Model& model, AttentionKind kind, const std::string& text, con
             Attention& attention) {
   TranslatorOptions greedy;
   greedy.decoding.max_length = options.max_length;
+  greedy.source_lang = options.source_lang;
+  greedy.target_lang = options.target_lang;
   const Translator translator(model, greedy);
-  const std::vector<int> source = model.tokenize_source(text);
+  // A multilingual model's source carries its code (a missing one is a usage error).
+  const std::vector<int> source = model.language_codes().empty() && options.source_lang.empty()
+                                      ? model.tokenize_source(text)
+                                      : model.tokenize_source(text, options.source_lang);
   Axes axes;
   if (kind == AttentionKind::Encoder) {
     // The encoder's attention needs no translation: the decoder reads only its start
@@ -138,6 +144,10 @@ void run_attention(const AttentionOptions& options) {
                                                         "prompt's self-attention, --kind decoder");
   const AttentionKind kind = decoder_only ? AttentionKind::Decoder : kind_of(options.kind);
   const bool encoder = kind == AttentionKind::Encoder;
+  if (decoder_only)  // a language model has no language codes: a given one is a usage error
+    for (const auto& [field, code] : {std::pair{"source_lang", &options.source_lang},
+                                      std::pair{"target_lang", &options.target_lang}})
+      if (!code->empty()) (void)model.language_id(*code, field);
 
   Attention attention;
   const Axes axes = decoder_only ? record_prompt(model, options.text, attention)
@@ -218,6 +228,7 @@ void setup_viz_attention(CLI::App& viz) {
   command->add_option("-o,--out", options->out, "Where to write: FILE.png (picture) or FILE.csv (numbers)")
       ->type_name("FILE")
       ->required();
+  add_language_options(*command, options->source_lang, options->target_lang);
   add_common_options(*command, options->common);
   command->callback([options, command] {
     options->kind_given = given(*command, "--kind");

@@ -18,5 +18,6 @@ void setup_models(CLI::App& app);
 void setup_tokenize(CLI::App& app);
 void setup_detokenize(CLI::App& app);
 void setup_serve(CLI::App& app);
+void setup_quantize(CLI::App& app);
 
 }  // namespace ordo::tools

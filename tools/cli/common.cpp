@@ -56,6 +56,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->capture_default_str();
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
   add_rope_scaling_option(command, options.rope_scaling);
+  add_compute_type_option(command, options.compute_type);
 }
 
 namespace {
@@ -88,9 +89,21 @@ void add_rope_scaling_option(CLI::App& command, std::string& value) {
           "TYPE:FACTOR"));
 }
 
-LoadOptions load_options(const std::string& rope_scaling) {
+void add_compute_type_option(CLI::App& command, std::string& value) {
+  flag_of_field()["compute_type"] = "--compute-type";
+  command
+      .add_option("--compute-type", value,
+                  "What the weight matrices run as: auto (as the files store them), f32, f16, bf16, int8 or int4 "
+                  "(converted at load, exactly as ordo quantize --type writes them)")
+      ->type_name("TYPE")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "int8", "int4"}));
+}
+
+LoadOptions load_options(const std::string& rope_scaling, const std::string& compute_type) {
   LoadOptions options;
   if (!rope_scaling.empty()) options.rope_scaling = RopeScalingOverride::parse(rope_scaling);
+  options.compute_type = parse_compute_type(compute_type);
   return options;
 }
 
@@ -173,6 +186,21 @@ void add_input_options(CLI::App& command, int& max_input_tokens, bool& truncate,
       ->group("Input");
 }
 
+void add_language_options(CLI::App& command, std::string& source_lang, std::string& target_lang) {
+  flag_of_field()["source_lang"] = "--source-lang";
+  flag_of_field()["target_lang"] = "--target-lang";
+  command
+      .add_option("--source-lang", source_lang,
+                  "Language code of the source, for a multilingual model (NLLB-200: eng_Latn, ...; "
+                  "ordo inspect lists them); a model of one pair takes none")
+      ->group("Languages");
+  command
+      .add_option("--target-lang", target_lang,
+                  "Language code of the target, for a multilingual model (NLLB-200: deu_Latn, ...): "
+                  "every translation starts with it")
+      ->group("Languages");
+}
+
 std::string flag_of(const std::string& field) {
   const auto& flags = flag_of_field();
   const auto flag = flags.find(field);
@@ -222,7 +250,7 @@ Model load_model(const CommonOptions& options, const Model::WarningHandler& warn
   // No --model and no default found: the lookup's own error says where it looked (an
   // explicit --model '' is Model::load's "the path is empty").
   if (options.model_dir.empty() && !options.default_found) default_model_directory();
-  return Model::load(options.model_dir, load_options(options.rope_scaling), warn);
+  return Model::load(options.model_dir, load_options(options.rope_scaling, options.compute_type), warn);
 }
 
 void quiet(const std::string&) {}

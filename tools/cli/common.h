@@ -24,6 +24,7 @@ struct CommonOptions {
   int threads = 0;        // 0: OpenBLAS decides
   bool json = false;
   std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
+  std::string compute_type = "auto";  // --compute-type
 };
 
 // --model's lookup: a value that is not a directory but names a shipped model
@@ -31,15 +32,18 @@ struct CommonOptions {
 // else is left for load_model to report (find_model_directory lists the names).
 CLI::Validator shipped_model_transform();
 
-// Adds --model, --threads, --json and --rope-scaling to a command.
+// Adds --model, --threads, --json, --rope-scaling and --compute-type to a command.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
 // Adds --rope-scaling TYPE:FACTOR, bound to `value` (checked as it is parsed: a bad one is
 // a usage error naming the flag).
 void add_rope_scaling_option(CLI::App& command, std::string& value);
 
-// LoadOptions with --rope-scaling's value (none when it is empty).
-LoadOptions load_options(const std::string& rope_scaling);
+// Adds --compute-type auto|f32|f16|bf16|int8|int4, bound to `value`.
+void add_compute_type_option(CLI::App& command, std::string& value);
+
+// LoadOptions with --rope-scaling's value (none when it is empty) and --compute-type's.
+LoadOptions load_options(const std::string& rope_scaling, const std::string& compute_type);
 
 // Adds the decoding flags (--beam, --n-best, --length-penalty, --max-length,
 // --min-length, --no-repeat-ngram-size, --repetition-penalty, --sample, --temperature,
@@ -66,6 +70,13 @@ void apply_generation_defaults(const GivenDecodingFlags& given, const Model& mod
 // included"); `cut` what --truncate keeps ("its first tokens").
 void add_input_options(CLI::App& command, int& max_input_tokens, bool& truncate, const std::string& limited,
                        const std::string& cut);
+
+// Adds --source-lang CODE and --target-lang CODE (group "Languages"), bound to a
+// TranslatorOptions' source_lang and target_lang: the language codes of a multilingual
+// model (NLLB-200's eng_Latn, ...). Checked against the model once it is loaded: a
+// missing or unknown code (or one given to a model without codes) is a usage error
+// listing the model's codes.
+void add_language_options(CLI::App& command, std::string& source_lang, std::string& target_lang);
 
 // The flag of an options field ("beam_size" -> "--beam"), or the field itself when no
 // command registered one.

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   ordo::tools::setup_tokenize(app);
   ordo::tools::setup_detokenize(app);
   ordo::tools::setup_serve(app);
+  ordo::tools::setup_quantize(app);
   ordo::tools::require_plain_numbers(app);
 
   try {

@@ -120,7 +120,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ordo_torch import (  # noqa: E402
-    LlamaModel, MarianMTModel, MarianTokenizerOracle, OrdoModel, load_llama_dir,
+    LlamaModel, M2M100Model, MarianMTModel, MarianTokenizerOracle, NllbTokenizerOracle, OrdoModel,
+    load_llama_dir, load_m2m100_dir, nllb_generation_config, save_m2m100_dir, write_nllb_tokenizer,
     load_marian_dir, load_model_dir, marian_generation_config, round_weights_, save_llama_dir,
     save_marian_dir, save_model_dir, write_marian_tokenizer)
 from ordo_torch.t5 import T5ForConditionalGeneration  # noqa: E402
@@ -755,6 +756,133 @@ def write_marian_model(out: Path, name: str, seed: int) -> list:
 
 
 # ----------------------------------------------------------------------------------------
+# M2M100 models: Hugging Face's M2M100ForConditionalGeneration with NLLB's tokenizer files
+# ----------------------------------------------------------------------------------------
+
+NLLB_PIECES = 120  # pieces of the BPE SentencePiece model
+# A few of NLLB-200's language codes (its tokenizer lists 202), after the pieces.
+NLLB_CODES = ("deu_Latn", "eng_Latn", "fra_Latn", "nds_Latn", "spa_Latn")
+NLLB_SPARE_ROWS = 2  # the embedding has rows beyond the tokenizer's ids, as NLLB-200's (256206 > 256204)
+M2M100_BASE = {
+    "d_model": 16, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
+    "decoder_attention_heads": 4, "encoder_ffn_dim": 32, "decoder_ffn_dim": 24,
+    "max_position_embeddings": 40,
+}
+# name -> (config overrides, dtype, shards, added_tokens_decoder in tokenizer_config.json,
+# legacy_behaviour)
+M2M100_MODELS = {
+    "nllb-relu-f32": ({"activation_function": "relu"}, "F32", 1, True, False),
+    "nllb-gelu-unscaled-legacy-bf16-sharded": (
+        {"activation_function": "gelu", "scale_embedding": False, "decoder_layers": 3}, "BF16", 2, False, True),
+}
+NLLB_TEXTS = [  # (text, source code, target code)
+    ("The clever young teachers chase dogs", "eng_Latn", "deu_Latn"),
+    ("Die klugen jungen Lehrer jagen Hunde", "deu_Latn", "eng_Latn"),
+    ("Ω and ✓ are unknown", "eng_Latn", "fra_Latn"),
+    ("  two  spaces\tand a tab ", "eng_Latn", "nds_Latn"),
+    ("a 42-year-old cat", "eng_Latn", "spa_Latn"),
+]
+
+
+@torch.no_grad()
+def random_m2m100_weights_(model, generator: torch.Generator) -> None:
+    """As random_marian_weights_ (M2M100 has no position table to keep)."""
+    scaled = model.config["scale_embedding"]
+    for name, p in model.named_parameters():
+        leaf = name.rsplit(".", 1)[-1]
+        if name == "model.shared.weight":
+            std, mean = (0.5 if scaled else 1.0), 0.0
+        elif "layer_norm" in name:
+            std, mean = 0.2, (1.0 if leaf == "weight" else 0.0)
+        elif leaf == "bias":
+            std, mean = 0.2, 0.0
+        else:
+            std, mean = 0.4, 0.0
+        p.copy_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * std + mean)
+
+
+def pad_inside_reference(model, cases, name: str) -> dict:
+    """Sources holding the pad id among their tokens (fed as tokens, not masked): the
+    encoder's positions skip them (M2M100's non-pad positions). Their scores and encoder
+    outputs, one at a time and in a padded batch with the plain cases."""
+    pad = model.config["pad_token_id"]
+    sources = []
+    for i, (source, _) in enumerate(cases):
+        if len(source) >= 3:
+            sources.append(source[:1] + [pad] + source[1:])
+            sources.append(source[:-2] + [pad, pad] + source[-2:])
+    targets = [cases[i % len(cases)][1] for i in range(len(sources))]
+    single = [model.score(s, t) for s, t in zip(sources, targets)]
+    encoded = [model.encode(torch.tensor([s]))[0].tolist() for s in sources]
+    all_sources = sources + [c[0] for c in cases]
+    all_targets = targets + [c[1] for c in cases]
+    batch = model.score_batch(all_sources, all_targets)
+    for i, want in enumerate(single):
+        if any(abs(a - b) > BATCH_LOGPROB_TOLERANCE * max(1.0, abs(b)) for a, b in zip(batch[i], want)):
+            raise RuntimeError(f"{name}: pad-inside source {i}: batch {batch[i]} != single {want}")
+    return {"sources": sources, "targets": targets, "token_logprobs": single, "encoder_output": encoded,
+            "batch_sources": all_sources, "batch_targets": all_targets, "batch_token_logprobs": batch}
+
+
+def translation_reference(model, directory: Path) -> list:
+    """Texts translated as generate() translates them for NLLB: the source tokenized by
+    NllbTokenizer with its code, greedy from decoder_start with the target code forced
+    first. Kept when every decision is 1e-2 from a tie."""
+    oracle = NllbTokenizerOracle(directory)
+    out = []
+    for text, source_lang, target_lang in NLLB_TEXTS:
+        source = oracle.encode(text, source_lang)
+        ids, margin = model.translate(source, oracle.codes[target_lang], GREEDY_MAX_LENGTH)
+        if margin >= MIN_GREEDY_MARGIN:
+            out.append({"text": text, "source_lang": source_lang, "target_lang": target_lang,
+                        "source_ids": source, "ids": ids})
+    if not out:
+        raise RuntimeError(f"{directory.name}: no translation far enough from a tie")
+    return out
+
+
+def write_m2m100_model(out: Path, name: str, seed: int) -> list:
+    """Builds, writes and checks one NLLB-layout model directory (tokenizer files,
+    config.json, generation_config.json, weights, reference.json with the encoder-decoder
+    cases plus "pad_inside", "translations" and "tokenization"); returns its beam
+    min_margins."""
+    overrides, dtype, shards, added, legacy = M2M100_MODELS[name]
+    model_dir = out / name
+    sources, targets = corpus_sides()
+    tokens = write_nllb_tokenizer(model_dir, sources + targets, NLLB_PIECES, NLLB_CODES,
+                                  added_tokens_decoder=added, legacy_behaviour=legacy)
+    cfg = dict(M2M100_BASE, vocab_size=tokens["tokens"] + NLLB_SPARE_ROWS, **overrides)
+
+    def make(torch_gen):
+        model = M2M100Model(cfg).to(ORACLE_DTYPE).eval()
+        random_m2m100_weights_(model, torch_gen)
+        round_weights_(model, dtype)
+        return model, dict(model.config, decoder_vocab_size=model.config["vocab_size"])
+
+    model, cases, decided, attempt, draws = build(name, cfg, False, dtype, seed, make_model=make)
+    save_m2m100_dir(model, model_dir, dtype=dtype, shards=shards, generation=nllb_generation_config(model.config))
+    before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
+    loaded = load_m2m100_dir(model_dir, ORACLE_DTYPE)
+    after = reference(loaded, cases, name)
+    beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+    if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
+        raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
+    oracle = NllbTokenizerOracle(model_dir)
+    tokenization = [{"text": t, "as": side, "lang": code, "ids": oracle.encode(t, code)}
+                    for t, source_lang, target_lang in NLLB_TEXTS
+                    for side, code in (("source", source_lang), ("target", target_lang))]
+    doc = {"model": name, "family": "m2m_100", "dtype": dtype, "sharded": shards > 1,
+           "added_tokens_decoder": added, "legacy_behaviour": legacy, "codes": tokens["codes"],
+           "min_greedy_margin": MIN_GREEDY_MARGIN, "cases": after["cases"], "batch": after["batch"],
+           "beam": after["beam"], "pad_inside": pad_inside_reference(loaded, cases, name),
+           "translations": translation_reference(loaded, model_dir), "tokenization": tokenization}
+    (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False, ensure_ascii=False) + "\n")
+    note = f" (attempt {attempt})" if attempt else ""
+    print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
+    return [entry["min_margin"] for entry in after["beam"]]
+
+
+# ----------------------------------------------------------------------------------------
 # T5 models: Hugging Face's T5ForConditionalGeneration layout, with spiece.model
 # ----------------------------------------------------------------------------------------
 
@@ -895,14 +1023,20 @@ def main(argv=None) -> int:
     for name in MARIAN_MODELS:
         beam_margins.extend(write_marian_model(args.out, name, args.seed))
         marian_names.append(name)
+    m2m100_names = []
+    for name in M2M100_MODELS:
+        beam_margins.extend(write_m2m100_model(args.out, name, args.seed))
+        m2m100_names.append(name)
     t5_names = []
     for name in T5_MODELS:
         beam_margins.extend(write_t5_model(args.out, name, args.seed))
         t5_names.append(name)
     index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names,
-             "generation_models": generation_names, "marian_models": marian_names, "t5_models": t5_names}
+             "generation_models": generation_names, "marian_models": marian_names,
+             "m2m100_models": m2m100_names, "t5_models": t5_names}
     (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
-    print(f"{len(names)} + {len(generation_names)} + {len(marian_names)} + {len(t5_names)} models in {args.out} "
+    print(f"{len(names)} + {len(generation_names)} + {len(marian_names)} + {len(m2m100_names)} + {len(t5_names)} "
+          f"models in {args.out} "
           f"({time.time() - start:.1f} s); beam min_margin min {min(beam_margins):.3g}, "
           f"median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")
     return 0

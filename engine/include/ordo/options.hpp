@@ -111,11 +111,31 @@ struct RopeScalingOverride {
   ORDO_API void validate() const;
 };
 
+// The format a model's weight matrices (its linear layers, embeddings and output head)
+// run in; norms and biases always run in float32. Auto runs them as the files store them
+// (F32, F16 and BF16 files stay half precision in memory; ordo quantize writes int8 and
+// int4 ones). Any other value converts them at load, exactly as `ordo quantize --type`
+// would write them: the outputs are bit-identical to the directory it writes.
+enum class ComputeType { Auto, F32, F16, BF16, Int8, Int4 };
+
+// "auto", "f32", "f16", "bf16", "int8", "int4".
+ORDO_API std::string_view compute_type_name(ComputeType type);
+// The inverse. Throws ordo::OptionError (field "compute_type") for any other text.
+ORDO_API ComputeType parse_compute_type(std::string_view text);
+
 // How Model::load loads a model directory.
 struct LoadOptions {
   // Unset: the config's rope_scaling. Set on a model without RoPE positions: Model::load
   // throws ordo::OptionError (field "rope_scaling").
   std::optional<RopeScalingOverride> rope_scaling;
+  // What the weight matrices run as (see ComputeType). A model that cannot take it (int4
+  // needs rows of a multiple of 32 weights) makes Model::load throw ordo::Error naming
+  // the tensor and the rule.
+  ComputeType compute_type = ComputeType::Auto;
+  // Weights per scale, for int8 (0: one scale per row) and int4 (a multiple of 32);
+  // -1: the type's default (int8 0, int4 32). Throws ordo::OptionError (field
+  // "group_size") when set for another type, or invalid for this one.
+  int group_size = -1;
 };
 
 }  // namespace ordo

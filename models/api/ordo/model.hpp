@@ -26,7 +26,7 @@ struct ModelInfo {
   // One tensor of the weight files.
   struct Tensor {
     std::string name;                // as the file spells it (print it with printable())
-    std::string dtype;               // "F32", "F16", "BF16"
+    std::string dtype;               // "F32", "F16", "BF16"; "I8", "U8" (int4) quantized
     std::vector<std::int64_t> shape;
     std::string file;                // the weight file that holds it (its name)
     bool used = true;                // false: this config has no use for it (ignored)
@@ -44,6 +44,11 @@ struct ModelInfo {
   int tokenizer_vocab_size = 0;           // pieces of the (source) tokenizer; 0: no tokenizer
   std::string generation_config_json = "{}";  // the generation defaults applied, as the file spells them
   std::string generation_config_file;         // the file they came from; empty: none
+  std::vector<std::string> language_codes;    // the model's language codes (NLLB's "eng_Latn", ...); empty: one pair
+  // What the weight matrices run as ("f16", "int8 (a scale per row)", "f32 and int4
+  // (groups of 32)"...), and the bytes they hold so (values and scales).
+  std::string compute_type;
+  std::uint64_t matrix_bytes = 0;
 };
 
 // A model directory, loaded: config.json, model.safetensors (or its shards) and the
@@ -59,9 +64,11 @@ class ORDO_API Model {
   // ("ordo: warning: ...") when it is empty. Throws ordo::Error naming the file at fault
   // and what is wrong (for a name that is neither, the shipped names).
   static Model load(const std::filesystem::path& directory, const WarningHandler& on_warning = {});
-  // The same, with `options` (a RoPE scaling in place of the config's). Throws
-  // ordo::OptionError (field "rope_scaling") for a scaling the model cannot take (a
-  // model without RoPE, a bad factor), else as above.
+  // The same, with `options` (a RoPE scaling in place of the config's, a compute type).
+  // Throws ordo::OptionError (field "rope_scaling") for a scaling the model cannot take (a
+  // model without RoPE, a bad factor), (field "group_size") for a group size the compute
+  // type cannot take, ordo::Error for a model that cannot run in the compute type (naming
+  // the tensor), else as above.
   static Model load(const std::filesystem::path& directory, const LoadOptions& options,
                     const WarningHandler& on_warning = {});
   // Loads default_model_directory(). Throws ordo::Error when no default model is found
@@ -93,6 +100,21 @@ class ORDO_API Model {
   std::vector<int> tokenize_source(std::string_view text) const;
   // Text -> target token ids, eos appended. Throws ordo::Error as tokenize_source does.
   std::vector<int> tokenize_target(std::string_view text) const;
+
+  // The language codes a multilingual model reads and writes (NLLB-200's "eng_Latn",
+  // "deu_Latn", ...), each one token, in the order its tokenizer files list them; empty
+  // for a model of one language pair. Such a model translates from a source language
+  // into a target language: TranslatorOptions::source_lang and target_lang. Throws nothing.
+  const std::vector<std::string>& language_codes() const noexcept;
+  // The token of a language code. Throws ordo::OptionError for `field` ("source_lang",
+  // "target_lang") when the model has no language codes or not this one; the message
+  // lists the model's codes (the first and last few when there are many).
+  int language_id(std::string_view code, const std::string& field) const;
+  // With the text's language code, put where the model's tokenizer puts it (NLLB:
+  // [code] + pieces + [eos]); a model with language codes needs one. Throws
+  // ordo::OptionError as language_id() does, else ordo::Error as above.
+  std::vector<int> tokenize_source(std::string_view text, std::string_view language) const;
+  std::vector<int> tokenize_target(std::string_view text, std::string_view language) const;
   // Source ids -> text (eos and pad skipped). Throws ordo::Error for an id outside the
   // vocabulary or a model without a tokenizer.
   std::string detokenize_source(std::span<const int> ids) const;

@@ -25,5 +25,6 @@
 #include "ordo/model.hpp"
 #include "ordo/options.hpp"
 #include "ordo/positions.hpp"
+#include "ordo/quantize.hpp"
 #include "ordo/results.hpp"
 #include "ordo/translator.hpp"

@@ -22,6 +22,18 @@ namespace ordo {
 struct TranslatorOptions {
   // How each sentence is decoded.
   DecodingOptions decoding;
+  // The language codes of a multilingual model (Model::language_codes(): NLLB-200's
+  // "eng_Latn", "deu_Latn", ...): sources are read as source_lang (its code goes into
+  // every tokenized source and target as the model's tokenizer puts it), and every
+  // translation starts with target_lang's code (it becomes decoding.forced_bos_token_id,
+  // as transformers' generate() is told for NLLB). A model without language codes takes
+  // neither (empty): the constructor (and with_options) throw ordo::OptionError
+  // ("source_lang", "target_lang") for a code the model lacks, or any code on such a
+  // model. A model with codes needs both to translate or score text (the target's alone
+  // for translate_ids_batch; the source's alone for encode): those calls throw
+  // ordo::OptionError naming the missing one, before any work.
+  std::string source_lang;
+  std::string target_lang;
   // Sentences decoded together: translate_batch sorts its input by length and decodes
   // it in batches of at most this many, so similar lengths share a batch (padding only
   // costs the encoder; the decoder's live set shrinks as sentences finish). In [1, 65536].

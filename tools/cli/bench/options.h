@@ -11,6 +11,7 @@ namespace ordo::tools::bench {
 struct BenchOptions {
   std::string model_dir;
   std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
+  std::string compute_type = "auto";  // --compute-type
   std::string shape;
   int batch = 1;
   int src_len = 32;

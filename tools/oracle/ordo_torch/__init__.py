@@ -103,3 +103,9 @@ from .t5_dirs import (T5TokenizerOracle, load_t5_dir, save_t5_dir,  # noqa: E402
 
 __all__ += ["T5ForConditionalGeneration", "t5_config", "relative_position_bucket", "T5TokenizerOracle",
             "load_t5_dir", "save_t5_dir", "t5_generation_config", "write_t5_tokenizer"]
+from .m2m100 import M2M100Model, m2m100_config, m2m100_table  # noqa: E402
+from .m2m100_dirs import (NllbTokenizerOracle, load_m2m100_dir, nllb_generation_config,  # noqa: E402
+                          save_m2m100_dir, write_nllb_tokenizer)
+
+__all__ += ["M2M100Model", "m2m100_config", "m2m100_table", "NllbTokenizerOracle", "load_m2m100_dir",
+            "nllb_generation_config", "save_m2m100_dir", "write_nllb_tokenizer"]

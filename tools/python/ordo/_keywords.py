@@ -8,7 +8,7 @@ DECODING = (
     "beam_size", "num_hypotheses", "length_penalty", "max_length", "min_length",
     "sampling", "sampling_temperature", "sampling_topk", "sampling_topp", "seed",
     "no_repeat_ngram_size", "repetition_penalty", "max_batch_size", "max_input_tokens",
-    "truncate", "add_bos",
+    "truncate", "add_bos", "source_lang", "target_lang",
 )
 
 DOC = """
@@ -34,6 +34,10 @@ Decoding keywords (the C++ DecodingOptions; `ordo translate --help` has the same
     max_batch_size: inputs decoded together (sorted by length first).
     max_input_tokens: most tokens an input may have (0: the model's own limit).
     truncate: cut an input beyond max_input_tokens instead of failing it.
+    source_lang, target_lang: a multilingual model's language codes (NLLB-200's
+        "eng_Latn", "deu_Latn"; Translator.language_codes lists them): texts are read
+        as source_lang, translations start with target_lang's code. Such a model needs
+        them; a model of one pair takes none (None).
 
 Bad values raise ordo.OptionError (a ValueError) naming the keyword; values of the
 wrong type raise TypeError.

@@ -35,6 +35,12 @@ class Translator:
         return self._impl.model_dir
 
     @property
+    def language_codes(self):
+        """A multilingual model's language codes (list of str; NLLB-200's "eng_Latn",
+        ...), which source_lang and target_lang take; empty for a model of one pair."""
+        return self._impl.language_codes
+
+    @property
     def tokenizer(self):
         """The model's tokenizer (ordo.Tokenizer): encode, decode, pieces, tokenize."""
         return self._impl.tokenizer
@@ -43,7 +49,7 @@ class Translator:
     def translate_batch(self, texts, beam_size=1, num_hypotheses=1, length_penalty=1.0, max_length=0,
                         min_length=0, sampling=False, sampling_temperature=1.0, sampling_topk=0,
                         sampling_topp=1.0, seed=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
-                        max_batch_size=32, max_input_tokens=0, truncate=False):
+                        max_batch_size=32, max_input_tokens=0, truncate=False, source_lang=None, target_lang=None):
         """Translates many texts; returns one ordo.TranslationResult per text, in order.
 
         Each result has .hypotheses (str, best first), .ids, .scores (sums of token
@@ -59,7 +65,7 @@ class Translator:
     def translate(self, text, beam_size=1, num_hypotheses=1, length_penalty=1.0, max_length=0, min_length=0,
                   sampling=False, sampling_temperature=1.0, sampling_topk=0, sampling_topp=1.0, seed=0,
                   no_repeat_ngram_size=0, repetition_penalty=1.0, max_batch_size=32, max_input_tokens=0,
-                  truncate=False):
+                  truncate=False, source_lang=None, target_lang=None):
         """The best translation of one text (str). Raises ordo.Error when it cannot be
         translated (blank, control characters, too long)."""
         return self._impl.translate(text, _keywords.collect(locals()))
@@ -68,14 +74,15 @@ class Translator:
     def translate_ids_batch(self, sources, beam_size=1, num_hypotheses=1, length_penalty=1.0, max_length=0,
                             min_length=0, sampling=False, sampling_temperature=1.0, sampling_topk=0,
                             sampling_topp=1.0, seed=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
-                            max_batch_size=32):
+                            max_batch_size=32, target_lang=None):
         """Translates token ids, for tokenizer-free use: `sources` is a list of id lists
         (eos included, used as given). Returns one ordo.TranslationResult per source;
         texts are filled in when the model has a tokenizer."""
         sources = [list(ids) for ids in sources]
         return self._impl.translate_ids_batch(sources, _keywords.collect(locals()))
 
-    def score_batch(self, sources, targets, max_batch_size=32, max_input_tokens=0, truncate=False):
+    def score_batch(self, sources, targets, max_batch_size=32, max_input_tokens=0, truncate=False, source_lang=None,
+                    target_lang=None):
         """log p(target | source) token by token for each pair sources[i] -> targets[i]
         (eos appended to the target). Returns one ordo.ScoreResult per pair, with
         .token_logprobs and their sum .logprob; a pair that cannot be scored has .error
@@ -85,12 +92,12 @@ class Translator:
         targets = _keywords.check_texts("targets", targets)
         return self._impl.score_batch(sources, targets, _keywords.collect(locals()))
 
-    def score(self, source, target, max_input_tokens=0, truncate=False):
+    def score(self, source, target, max_input_tokens=0, truncate=False, source_lang=None, target_lang=None):
         """log p(target | source) for one pair (ordo.ScoreResult). Raises ordo.Error
         when either text cannot be scored, naming the side."""
         return self._impl.score(source, target, _keywords.collect(locals()))
 
-    def encode(self, texts, max_input_tokens=0, truncate=False):
+    def encode(self, texts, max_input_tokens=0, truncate=False, source_lang=None):
         """The encoder's output for each text: a list of NumPy float32 arrays
         [tokens, d_model], the source's eos included (a row per piece of
         tokenizer.tokenize(text)). Each array owns the values the encoder wrote,

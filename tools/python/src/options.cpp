@@ -96,7 +96,13 @@ Options read(const py::dict& keywords, Extra&& read_extra) {
 }  // namespace
 
 TranslatorOptions translator_options(const py::dict& keywords) {
-  return read<TranslatorOptions>(keywords, [](TranslatorOptions&, const std::string&, py::handle) { return false; });
+  return read<TranslatorOptions>(keywords, [](TranslatorOptions& options, const std::string& keyword, py::handle value) {
+    // A multilingual model's language codes (NLLB-200's "eng_Latn"); checked by the Translator.
+    if (keyword != "source_lang" && keyword != "target_lang") return false;
+    if (!PyUnicode_Check(value.ptr())) throw py::type_error(keyword + ": expected a str, got " + type_name(value));
+    (keyword == "source_lang" ? options.source_lang : options.target_lang) = value.cast<std::string>();
+    return true;
+  });
 }
 
 GeneratorOptions generator_options(const py::dict& keywords) {

@@ -81,6 +81,7 @@ class TranslatorBinding {
 
   py::object tokenizer() const { return tokenizer_of(translator_.model()); }
   std::string model_dir() const { return translator_.model().directory().string(); }
+  std::vector<std::string> language_codes() const { return translator_.model().language_codes(); }
 
  private:
   static Translator load(const py::object& model_dir, int threads, const std::string& compute_type) {
@@ -114,7 +115,8 @@ void bind_translator(py::module_& m) {
       .def("attention", &TranslatorBinding::attention, py::arg("text"), py::arg("kind"), py::arg("layer"),
            py::arg("target"), py::arg("options"))
       .def_property_readonly("tokenizer", &TranslatorBinding::tokenizer)
-      .def_property_readonly("model_dir", &TranslatorBinding::model_dir);
+      .def_property_readonly("model_dir", &TranslatorBinding::model_dir)
+      .def_property_readonly("language_codes", &TranslatorBinding::language_codes);
 }
 
 }  // namespace ordo::python

@@ -1,0 +1,46 @@
+// ordo::quantize_model: a model directory rewritten with its weight matrices in another
+// format (README, "Quantized weights"): what `ordo quantize` runs.
+//
+//   ordo::QuantizeOptions options;
+//   options.type = ordo::ComputeType::Int8;
+//   ordo::quantize_model("weights/sinusoidal", "sinusoidal-int8", options);
+//   auto model = ordo::Model::load("sinusoidal-int8");   // runs int8 as stored
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ordo/export.hpp"
+#include "ordo/options.hpp"
+
+namespace ordo {
+
+struct QuantizeOptions {
+  // f32, f16, bf16, int8 or int4 (auto names no format to write: OptionError, field "type").
+  ComputeType type = ComputeType::Int8;
+  // As LoadOptions::group_size: -1 the type's default (int8: a scale per row; int4: 32).
+  int group_size = -1;
+};
+
+struct QuantizeReport {
+  std::uint64_t bytes_in = 0;   // the input's weight files
+  std::uint64_t bytes_out = 0;  // the model.safetensors written
+  int matrices = 0;             // weight matrices written in the new format
+  int tensors = 0;              // tensors written (matrices, their scales, everything else as it was)
+  std::vector<std::string> copied_files;  // the other files of the directory (tokenizer, generation config)
+};
+
+// Writes `output` (a new directory; an existing empty one is fine) from the model
+// directory `input`: config.json with its "quantization" key set (int8, int4) or removed,
+// one model.safetensors with every weight matrix converted (exactly what
+// LoadOptions::compute_type converts at load) and every other tensor as it was, and the
+// directory's other files copied. One tensor is held in memory at a time. The directory
+// appears only once it is complete and loads. Throws ordo::OptionError for bad options,
+// ordo::Error for an input that does not load, an output that exists and is not empty,
+// a model that cannot take the format (naming the tensor), or a failed write.
+ORDO_API QuantizeReport quantize_model(const std::filesystem::path& input, const std::filesystem::path& output,
+                                       const QuantizeOptions& options = {});
+
+}  // namespace ordo

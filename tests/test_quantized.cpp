@@ -1,0 +1,378 @@
+// Half-precision and quantized weight matrices (engine/weight_matrix.h): the formats,
+// the kernels against the float32 kernels on the dequantized weights (bit for bit: the
+// same sums in the same order), `ordo quantize` against --compute-type, and every bad
+// quantized file refused with a message naming the tensor and the rule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/blas.h"
+#include "engine/half.h"
+#include "engine/matvec.h"
+#include "engine/quantized_matvec.h"
+#include "models/quantize.h"
+#include "ordo/ordo.hpp"
+#include "tests/cli_runner.h"
+#include "tests/model_factory.h"
+#include "tests/reference.h"
+
+namespace ordo {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::run_ordo;
+using testing_support::shell_quote;
+using testing_support::temp_dir;
+
+const fs::path kWeights = fs::path(ORDO_SOURCE_DIR) / "weights";
+
+std::vector<float> random_values(Index count, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  std::vector<float> values(static_cast<std::size_t>(count));
+  for (float& v : values) v = uniform(rng);
+  return values;
+}
+
+struct Case {
+  WeightFormat format;
+  Index group;  // 0: the format's default (int8 a scale a row, int4 32)
+  Index cols;
+};
+
+std::string name_of(const Case& c) {
+  return std::string(weight_format_name(c.format)) + " group " + std::to_string(c.group) + " cols " +
+         std::to_string(c.cols);
+}
+
+// Every format, with widths that leave each tail of the vector loops (int8 and the
+// halves: around 8 and 32; int4 comes in runs of 32) and groups that split rows.
+const Case kCases[] = {
+    {WeightFormat::F16, 0, 37},  {WeightFormat::F16, 0, 515},  {WeightFormat::BF16, 0, 9},
+    {WeightFormat::BF16, 0, 64}, {WeightFormat::Int8, 0, 37},  {WeightFormat::Int8, 0, 512},
+    {WeightFormat::Int8, 32, 96}, {WeightFormat::Int8, 3, 12}, {WeightFormat::Int8, 8, 72},
+    {WeightFormat::Int4, 32, 64}, {WeightFormat::Int4, 64, 192}, {WeightFormat::Int4, 32, 512},
+};
+
+Quantization target_of(const Case& c) {
+  Quantization q{c.format, c.group};
+  if (c.format == WeightFormat::Int4 && c.group == 0) q.group_size = kInt4Run;
+  return q;
+}
+
+// A stored matrix gives exactly what the float32 matrix of its dequantized weights gives,
+// bit for bit: one row of F16/BF16 (the kernel converts in registers and sums as the
+// float32 kernel does), a few rows (a converted block in the small-batch kernel), many
+// (sgemm on converted blocks); with a small matrix and one large enough to be split
+// across threads and to take the small-batch kernel. A model stored in F16 so decodes
+// exactly as its float32 conversion does. One row of int8/int4 scales each group's sum
+// (engine/quantized_matvec.cpp): equal to float rounding.
+TEST(Quantized, AStoredMatrixGivesTheFloatMatrixsNumbersExactly) {
+  for (const Case& c : kCases)
+    for (const Index rows : {Index{19}, Index{200}}) {
+      if (rows == 200 && c.cols < 500) continue;
+      SCOPED_TRACE(name_of(c) + " rows " + std::to_string(rows));
+      const std::vector<float> original = random_values(rows * c.cols, 7);
+      const EncodedMatrix encoded =
+          encode_matrix(TensorView(original.data(), {rows, c.cols}), target_of(c), "test matrix");
+      const WeightMatrix w = encoded.view();
+      std::vector<float> dequantized(original.size());
+      w.dequantize(0, rows, dequantized.data(), c.cols);
+      // The portable definition agrees with whatever path dequantize took.
+      std::vector<float> row(static_cast<std::size_t>(c.cols));
+      for (Index r = 0; r < rows; ++r) {
+        kernels::dequantize(w, r, 1, row.data(), c.cols);
+        ASSERT_EQ(0, std::memcmp(row.data(), dequantized.data() + r * c.cols, row.size() * sizeof(float)));
+      }
+      const WeightMatrix as_float(TensorView(dequantized.data(), {rows, c.cols}));
+      const std::vector<float> x = random_values(70 * c.cols, 8);
+      for (const Index m : {1, 2, 3, 17, 64, 70}) {
+        SCOPED_TRACE("rows of x: " + std::to_string(m));
+        Matrix got(m, rows), want(m, rows);
+        blas::gemm_nt(ConstMatrixRef(x.data(), m, c.cols), w, got, Epilogue{});
+        blas::gemm_nt(ConstMatrixRef(x.data(), m, c.cols), as_float, want, Epilogue{});
+        const bool scaled_sums = m == 1 && (c.format == WeightFormat::Int8 || c.format == WeightFormat::Int4);
+        if (!scaled_sums) {
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), static_cast<std::size_t>(m * rows) * sizeof(float)));
+          continue;
+        }
+        // One quantized row sums each group, then scales it: float rounding apart (sums of
+        // up to 512 products of values in [-1, 1]).
+        for (Index j = 0; j < rows; ++j) ASSERT_NEAR(got(0, j), want(0, j), 1e-5 + 1e-5 * std::fabs(want(0, j))) << j;
+      }
+    }
+}
+
+// What the formats promise: int8 within half a scale of the original, scale max|w|/127;
+// int4 within half a scale, max|w|/7 rounded to F16; the halves exactly as PyTorch rounds.
+TEST(Quantized, EncodingKeepsEachWeightWithinHalfAStep) {
+  const Index rows = 5, cols = 64;
+  std::vector<float> w = random_values(rows * cols, 3, 2.0f);
+  std::fill(w.begin() + 2 * cols, w.begin() + 3 * cols, 0.0f);  // an all-zero row: scale 1, all exact
+  for (const Case c : {Case{WeightFormat::Int8, 0, cols}, Case{WeightFormat::Int8, 16, cols},
+                       Case{WeightFormat::Int4, 32, cols}}) {
+    SCOPED_TRACE(name_of(c));
+    const EncodedMatrix e = encode_matrix(TensorView(w.data(), {rows, cols}), target_of(c), "m");
+    const WeightMatrix m = e.view();
+    std::vector<float> back(w.size());
+    m.dequantize(0, rows, back.data(), cols);
+    const Index group = m.group();
+    for (Index r = 0; r < rows; ++r)
+      for (Index g = 0; g < cols / group; ++g) {
+        float amax = 0.0f;
+        for (Index k = g * group; k < (g + 1) * group; ++k) amax = std::max(amax, std::fabs(w[r * cols + k]));
+        const float step = c.format == WeightFormat::Int8 ? amax / 127.0f : half_to_float(float_to_half(amax / 7.0f));
+        for (Index k = g * group; k < (g + 1) * group; ++k) {
+          const float got = back[static_cast<std::size_t>(r * cols + k)];
+          if (amax == 0.0f)
+            ASSERT_EQ(got, 0.0f);
+          else
+            ASSERT_LE(std::fabs(got - w[static_cast<std::size_t>(r * cols + k)]), 0.5f * step * (1 + 1e-6f));
+        }
+      }
+  }
+  EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);   // the tie rounds to even: infinity
+  EXPECT_EQ(float_to_half(5.96046448e-8f), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);  // a tie: to even
+  EXPECT_EQ(float_to_bfloat16(1.0f + 1.0f / 256), 0x3f80);  // a tie: to even
+  EXPECT_EQ(float_to_bfloat16(-2.5f), 0xc020);
+}
+
+// The int4 layout as the README documents it: in each run of 32, byte j holds weight j
+// (low nibble) and weight j + 16 (high nibble), each as q + 8.
+TEST(Quantized, Int4PacksTheLowAndHighHalvesOfEachRunOf32) {
+  std::vector<float> w(64);
+  for (int k = 0; k < 64; ++k) w[static_cast<std::size_t>(k)] = static_cast<float>(k % 15 - 7);  // -7..7: scale 1
+  const EncodedMatrix e = encode_matrix(TensorView(w.data(), {1, 64}), {WeightFormat::Int4, 32}, "m");
+  ASSERT_EQ(e.values.size(), 32u);
+  for (int run = 0; run < 2; ++run)
+    for (int j = 0; j < 16; ++j) {
+      const auto byte = static_cast<unsigned>(e.values[static_cast<std::size_t>(run * 16 + j)]);
+      EXPECT_EQ(static_cast<int>(byte & 15) - 8, (run * 32 + j) % 15 - 7) << run << " " << j;
+      EXPECT_EQ(static_cast<int>(byte >> 4) - 8, (run * 32 + j + 16) % 15 - 7) << run << " " << j;
+    }
+  EXPECT_EQ(e.scales_shape(), (Shape{1, 2}));
+  EXPECT_EQ(e.values_shape(), (Shape{1, 32}));
+}
+
+TEST(Quantized, AMatrixThatCannotTakeTheFormatIsNamed) {
+  const std::vector<float> w = random_values(4 * 48, 1);
+  const auto message = [&](Quantization q) {
+    return reference::error_message([&] { encode_matrix(TensorView(w.data(), {4, 48}), q, "layer.weight"); });
+  };
+  EXPECT_NE(message({WeightFormat::Int4, 32}).find("layer.weight"), std::string::npos);
+  EXPECT_NE(message({WeightFormat::Int4, 32}).find("runs of 32"), std::string::npos);
+  EXPECT_NE(message({WeightFormat::Int8, 7}).find("groups of 7"), std::string::npos);
+  std::vector<float> big(32, 1e6f);
+  EXPECT_NE(reference::error_message([&] {
+              encode_matrix(TensorView(big.data(), {1, 32}), {WeightFormat::F16, 0}, "big.weight");
+            }).find("beyond F16's range"),
+            std::string::npos);
+}
+
+// ---- Whole models, through the command line.
+
+// ordo quantize writes what --compute-type converts at load: the same translations and
+// the same scores, bit for bit (as printed), for every format.
+TEST(Quantized, AQuantizedDirectoryRunsAsTheComputeTypeDoes) {
+  const fs::path dir = temp_dir("quantize");
+  const std::string text = "cats chase dogs";
+  for (const char* type : {"f32", "f16", "bf16", "int8", "int4"}) {
+    SCOPED_TRACE(type);
+    const fs::path out = dir / type;
+    const auto written = run_ordo("quantize --model " + shell_quote((kWeights / "sinusoidal").string()) + " --out " +
+                                  shell_quote(out.string()) + " --type " + type);
+    ASSERT_EQ(written.exit_code, 0) << written.err;
+    EXPECT_TRUE(fs::exists(out / "tokenizer.model") || fs::exists(out / "source.model"));
+    const auto stored = run_ordo("translate --json --beam 3 --model " + shell_quote(out.string()) + " " + shell_quote(text));
+    const auto converted = run_ordo("translate --json --beam 3 --model " + shell_quote((kWeights / "sinusoidal").string()) +
+                                    " --compute-type " + type + " " + shell_quote(text));
+    ASSERT_EQ(stored.exit_code, 0) << stored.err;
+    ASSERT_EQ(converted.exit_code, 0) << converted.err;
+    EXPECT_EQ(stored.out, converted.out);
+    const auto inspect = run_ordo("inspect --json --model " + shell_quote(out.string()));
+    ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+    const auto info = nlohmann::json::parse(inspect.out);
+    EXPECT_EQ(info["compute_type"].get<std::string>().substr(0, std::string(type).size()), type);
+  }
+  // int8 halves an F16 model's matrices, int4 quarters them (and adds the scales).
+  const auto bytes = [&](const char* type) { return fs::file_size(dir / type / "model.safetensors"); };
+  EXPECT_LT(bytes("int8"), bytes("f16") * 6 / 10);
+  EXPECT_LT(bytes("int4"), bytes("int8") * 7 / 10);
+  fs::remove_all(dir);
+}
+
+TEST(Quantized, QuantizeRefusesToWriteOverFilesAndBadOptions) {
+  const fs::path dir = temp_dir("quantize-bad");
+  const std::string model = shell_quote((kWeights / "sinusoidal").string());
+  std::ofstream(dir / "keep.txt") << "mine";
+  auto r = run_ordo("quantize --model " + model + " --out " + shell_quote(dir.string()) + " --type int8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not empty"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "keep.txt"));
+  r = run_ordo("quantize --model " + model + " --out " + shell_quote((dir / "x").string()) + " --type int5");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_ordo("quantize --model " + model + " --out " + shell_quote((dir / "x").string()) + " --type f16 --group-size 32");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("group_size"), std::string::npos) << r.err;
+  r = run_ordo("quantize --model " + model + " --out " + shell_quote((dir / "x").string()) + " --type int4 --group-size 48");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("multiple of 32"), std::string::npos) << r.err;
+  r = run_ordo("translate --compute-type int3 --model " + model + " 'cats'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "x"));
+  fs::remove_all(dir);
+}
+
+// A model whose widths are not multiples of 32 cannot be int4: one line naming the tensor.
+TEST(Quantized, Int4OnAModelItCannotPackIsOneLine) {
+  const fs::path dir = temp_dir("int4-narrow");
+  testing_support::write_random_model(dir, testing_support::tiny_config());  // d_model 16
+  const auto r = run_ordo("score --compute-type int4 --model " + shell_quote(dir.string()) +
+                          " --source-ids 3,4,1 --target-ids 5,1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("runs of 32"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const auto int8 = run_ordo("score --compute-type int8 --model " + shell_quote(dir.string()) +
+                             " --source-ids 3,4,1 --target-ids 5,1");
+  EXPECT_EQ(int8.exit_code, 0) << int8.err;
+  fs::remove_all(dir);
+}
+
+// ---- Bad quantized files: each refused with one line naming the tensor and the rule.
+
+// The int8 directory of the shipped model, its model.safetensors rewritten by `edit`.
+fs::path broken_int8_copy(const fs::path& dir, const std::function<void(std::vector<EncodedTensor>&)>& edit,
+                          const std::string& type = "int8", int group_size = -1) {
+  QuantizeOptions options;
+  options.type = parse_compute_type(type);
+  options.group_size = group_size;
+  quantize_model(kWeights / "sinusoidal", dir, options);
+  const SafetensorsFile file = SafetensorsFile::open(dir / "model.safetensors");
+  std::vector<std::vector<std::byte>> data;
+  std::vector<EncodedTensor> tensors;
+  for (const TensorInfo& t : file.tensors()) {
+    data.emplace_back(t.bytes.begin(), t.bytes.end());
+    tensors.push_back({t.name, t.dtype, t.shape, [bytes = data.back()] { return bytes; }});
+  }
+  edit(tensors);
+  fs::remove(dir / "model.safetensors");
+  write_encoded_safetensors(dir / "model.safetensors", tensors);
+  return dir;
+}
+
+EncodedTensor& tensor_named(std::vector<EncodedTensor>& tensors, const std::string& name) {
+  for (EncodedTensor& t : tensors)
+    if (t.name == name) return t;
+  throw std::runtime_error("no tensor " + name);
+}
+
+template <class T>
+std::function<std::vector<std::byte>()> filled(Index count, T value) {
+  return [count, value] {
+    std::vector<std::byte> bytes(static_cast<std::size_t>(count) * sizeof(T));
+    for (Index i = 0; i < count; ++i) std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
+    return bytes;
+  };
+}
+
+TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
+  const std::string weight = "model.decoder.layers.0.fc1.weight";
+  const std::string scale = weight + "_scale";
+  struct Broken {
+    std::string what;
+    std::string type;
+    std::function<void(std::vector<EncodedTensor>&)> edit;
+    std::vector<std::string> says;
+  };
+  const std::vector<Broken> cases = {
+      {"an I8 weight without its scale", "int8",
+       [&](auto& t) { std::erase_if(t, [&](const EncodedTensor& e) { return e.name == scale; }); },
+       {weight, "no '" + scale + "'"}},
+      {"a scale of the wrong shape", "int8",
+       [&](auto& t) {
+         EncodedTensor& s = tensor_named(t, scale);
+         s.shape = {256, 2};
+         s.bytes = filled<float>(512, 0.01f);
+       },
+       {scale, "[256, 2]", "one scale per row"}},
+      {"a zero scale", "int8", [&](auto& t) { tensor_named(t, scale).bytes = filled<float>(256, 0.0f); },
+       {scale, "finite and > 0"}},
+      {"a negative scale", "int8", [&](auto& t) { tensor_named(t, scale).bytes = filled<float>(256, -0.5f); },
+       {scale, "finite and > 0"}},
+      {"a NaN scale", "int8", [&](auto& t) { tensor_named(t, scale).bytes = filled<float>(256, std::nanf("")); },
+       {scale, "finite and > 0"}},
+      {"an F16 scale for int8", "int8",
+       [&](auto& t) {
+         EncodedTensor& s = tensor_named(t, scale);
+         s.dtype = DType::F16;
+         s.bytes = filled<std::uint16_t>(256, 0x3c00);
+       },
+       {scale, "F16", "expected F32"}},
+      {"an int4 tensor of the wrong length", "int4",
+       [&](auto& t) {
+         EncodedTensor& w = tensor_named(t, weight);
+         w.shape = {256, 32};
+         w.bytes = filled<std::uint8_t>(256 * 32, 0x88);
+       },
+       {weight, "[256, 32]", "two weights a byte"}},
+      {"an infinite int4 scale", "int4", [&](auto& t) { tensor_named(t, scale).bytes = filled<std::uint16_t>(256 * 4, 0x7c00); },
+       {scale, "finite and > 0"}},
+      {"a scale beside an F32 weight", "f32",
+       [&](auto& t) { t.push_back({scale, DType::F32, {256}, filled<float>(256, 1.0f)}); },
+       {scale, "not quantized"}},
+  };
+  for (const Broken& c : cases) {
+    SCOPED_TRACE(c.what);
+    const fs::path dir = broken_int8_copy(temp_dir("broken-quantized") / "model", c.edit, c.type);
+    const auto r = run_ordo("translate --model " + shell_quote(dir.string()) + " 'cats chase dogs'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const std::string& s : c.says) EXPECT_NE(r.err.find(s), std::string::npos) << "'" << s << "' in " << r.err;
+    fs::remove_all(dir.parent_path());
+  }
+}
+
+TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {
+  const fs::path dir = temp_dir("quantized-config") / "model";
+  quantize_model(kWeights / "sinusoidal", dir, {ComputeType::Int8, -1});
+  const auto config_with = [&](const nlohmann::json& quantization) {
+    std::ifstream in(dir / "config.json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    if (quantization.is_null())
+      config.erase("quantization");
+    else
+      config["quantization"] = quantization;
+    std::ofstream(dir / "config.json") << config.dump();
+  };
+  const auto fails_saying = [&](const std::vector<std::string>& says) {
+    const auto r = run_ordo("translate --model " + shell_quote(dir.string()) + " 'cats'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    for (const std::string& s : says) EXPECT_NE(r.err.find(s), std::string::npos) << "'" << s << "' in " << r.err;
+  };
+  config_with(nullptr);
+  fails_saying({"I8", "quantization is not set"});
+  config_with({{"type", "int4"}});
+  fails_saying({"I8", "quantization is int4"});
+  config_with({{"type", "int8"}, {"group_size", 5}});
+  fails_saying({"group_size=5", "does not divide"});
+  config_with({{"type", "int2"}});
+  fails_saying({"quantization.type", "int2"});
+  config_with({{"type", "int8"}, {"bits", 8}});
+  fails_saying({"quantization.bits", "not a key"});
+  config_with({{"type", "int4"}, {"group_size", 16}});
+  fails_saying({"quantization.group_size", "multiple of 32"});
+  fs::remove_all(dir.parent_path());
+}
+
+}  // namespace
+}  // namespace ordo

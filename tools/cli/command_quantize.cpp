@@ -1,0 +1,72 @@
+// ordo quantize: a model directory rewritten with its weight matrices in another format
+// (ordo::quantize_model, <ordo/quantize.hpp>).
+//
+//   ordo quantize --model weights/sinusoidal --out sinusoidal-int8 --type int8
+//   ordo translate --model sinusoidal-int8 "cats chase dogs"
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "tools/cli/commands.h"
+#include "tools/cli/common.h"
+
+namespace ordo::tools {
+
+namespace {
+
+struct QuantizeCommandOptions {
+  CommonOptions common;
+  std::string out;
+  std::string type;
+  int group_size = -1;
+};
+
+void run_quantize(const QuantizeCommandOptions& options) {
+  QuantizeOptions quantize;
+  quantize.type = parse_compute_type(options.type);
+  quantize.group_size = options.group_size;
+  // No --model and no default found: the lookup's own error says where it looked.
+  if (options.common.model_dir.empty() && !options.common.default_found) default_model_directory();
+  const QuantizeReport report = quantize_model(options.common.model_dir, options.out, quantize);
+  const nlohmann::json summary = {{"input", options.common.model_dir},
+                                  {"output", options.out},
+                                  {"type", options.type},
+                                  {"matrices", report.matrices},
+                                  {"tensors", report.tensors},
+                                  {"bytes_in", report.bytes_in},
+                                  {"bytes_out", report.bytes_out},
+                                  {"copied_files", report.copied_files}};
+  if (options.common.json) return print_json_line(summary);
+  std::cout << "wrote " << printable(options.out) << ": " << report.matrices << " weight matrices as " << options.type
+            << ", " << report.tensors << " tensors, " << report.bytes_out << " bytes (from " << report.bytes_in
+            << ")\n";
+}
+
+}  // namespace
+
+void setup_quantize(CLI::App& app) {
+  auto options = std::make_shared<QuantizeCommandOptions>();
+  CLI::App* command = app.add_subcommand(
+      "quantize",
+      "Write a model directory with its weight matrices (linear layers, embeddings, output head) in\n"
+      "another format: f16 or bf16 (2 bytes a weight), int8 (1 byte, a float32 scale per row or group)\n"
+      "or int4 (half a byte, an f16 scale per group of 32). Norms and biases stay as they are. The\n"
+      "result runs as stored, exactly as --compute-type TYPE runs the original. Example:\n"
+      "  ordo quantize --model weights/sinusoidal --out sinusoidal-int8 --type int8");
+  add_common_options(*command, options->common);
+  command->remove_option(command->get_option("--threads"));  // one pass over the tensors, no product
+  command->remove_option(command->get_option("--rope-scaling"));
+  command->remove_option(command->get_option("--compute-type"));
+  command->add_option("--out", options->out, "The directory to write (new, or empty)")->required()->type_name("DIR");
+  command->add_option("--type", options->type, "The format of the weight matrices")
+      ->required()
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "int8", "int4"}));
+  command
+      ->add_option("--group-size", options->group_size,
+                   "Weights per scale: int8 0 (one per row, the default) or any size dividing the rows; int4 a "
+                   "multiple of 32 (default 32)")
+      ->check(CLI::Range(0, 1 << 24));
+  command->callback([options] { run_quantize(*options); });
+}
+
+}  // namespace ordo::tools
