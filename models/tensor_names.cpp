@@ -206,6 +206,8 @@ constexpr Rule kT5Tensors[] = {
     {kD, FeedForwardUp, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wi_1.weight", {Ffn, Model}, 2, kGatedFeedForward},
     {kD, FeedForwardOut, Weight, "decoder.block.{i}.layer.2.DenseReluDense.wo.weight", {Model, Ffn}, 2, kAlways},
     {kD, FeedForwardNorm, Weight, "decoder.block.{i}.layer.2.layer_norm.weight", {Model}, 1, kAlways},
+};
+
 // Hugging Face's M2M100ForConditionalGeneration (M2M100, NLLB-200), as save_pretrained
 // writes it: model.shared.weight alone stands for both stacks' embed_tokens and lm_head
 // (tied duplicates left out); no position table (M2M100's sinusoids are a buffer that
