@@ -4,8 +4,9 @@ torch.save itself (so it needs PyTorch: run it with Debian's python3-torch):
 
     /usr/bin/python3 tests/fuzz/make_torch_bin_corpus.py
 
-The state dicts are the shipped sinusoidal model made small exactly as make_corpus.py
-makes its safetensors seeds, saved as a module's state_dict() is (an OrderedDict with
+The state dicts are the first TENSORS tensors of the shipped sinusoidal model made small
+exactly as make_corpus.py makes its safetensors seeds (the whole model would only repeat
+the same entries, at 30 KB a seed), saved as a module's state_dict() is (an OrderedDict with
 `_metadata`), in F32, F16 and BF16; then the variants a real file may hold: a tied name
 sharing a storage, a view at a storage offset, pickle protocol 4 (FRAME, MEMOIZE,
 SHORT_BINUNICODE, STACK_GLOBAL), the entries deflated by another zip writer, and the
@@ -23,13 +24,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import make_corpus  # noqa: E402
 
 OUT = make_corpus.CORPUS / "torch_bin"
+TENSORS = 12
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 
 
 def state_dict(dtype):
     _, tensors, _ = make_corpus.small_model("sinusoidal")
     state = OrderedDict()
-    for name, stored, shape, raw in tensors:
+    for name, stored, shape, raw in tensors[:TENSORS]:
         t = torch.frombuffer(bytearray(raw), dtype=DTYPES[stored]).reshape(shape)
         state[name] = t.to(DTYPES[dtype]).clone()
     state._metadata = OrderedDict([("", {"version": 1}), ("model", {"version": 1})])
@@ -56,7 +58,8 @@ def main():
     for dtype in DTYPES:
         (OUT / f"sinusoidal-{dtype.lower()}").write_bytes(saved(state_dict(dtype)))
     tied = state_dict("F32")
-    tied["lm_head.weight"] = tied["model.shared.weight"]  # one tensor, two names
+    first = next(iter(tied))
+    tied["tied.copy"] = tied[first]  # one tensor, two names
     big = torch.arange(48, dtype=torch.float32)
     tied["view.at.offset"] = big[16:32].view(4, 4)  # a contiguous run inside a larger storage
     (OUT / "tied-and-view").write_bytes(saved(tied))
