@@ -23,9 +23,9 @@ std::string libzip_message(zip_error_t& error) { return zip_error_strerror(&erro
 // file was made to fool some other reader.
 std::string unsafe_name(std::string_view name) {
   if (name.empty()) return "is empty";
+  if (name.find('\\') != std::string_view::npos) return "holds a backslash";
   if (printable(std::string(name)) != name) return "holds control characters or bytes that are not UTF-8";
   if (name.front() == '/') return "is an absolute path";
-  if (name.find('\\') != std::string_view::npos) return "holds a backslash";
   std::size_t begin = 0;
   while (true) {
     const std::size_t end = std::min(name.find('/', begin), name.size());
@@ -61,9 +61,12 @@ struct TorchZip::Archive {
 
 TorchZip::TorchZip(std::span<const std::byte> bytes, std::string where)
     : where_(std::move(where)), archive_(std::make_unique<Archive>()) {
-  // ZIP_CHECKCONS compares each local header with the central directory; it also
-  // refuses a repeated name, without saying which, so that case is opened again
-  // without it and the loop below names the entry.
+  // ZIP_CHECKCONS compares each local header with the central directory and refuses a
+  // repeated name or an entry that runs past the file, none of which it names. So a
+  // refusal is retried without it: when that opens, the checks below name the entry at
+  // fault, and libzip's own refusal stands only when they find nothing.
+  int refused_code = ZIP_ER_OK;
+  std::string refused_message;
   for (const int flags : {ZIP_RDONLY | ZIP_CHECKCONS, ZIP_RDONLY}) {
     zip_error_t error;
     zip_error_init(&error);
@@ -72,18 +75,23 @@ TorchZip::TorchZip(std::span<const std::byte> bytes, std::string where)
       archive_->zip = zip_open_from_source(source, flags, &error);
       if (archive_->zip == nullptr) zip_source_free(source);  // on success the archive owns it
     }
-    const int code = zip_error_code_zip(&error);
-    const std::string message = libzip_message(error);
+    if (archive_->zip == nullptr && refused_code == ZIP_ER_OK) {
+      refused_code = zip_error_code_zip(&error);
+      refused_message = libzip_message(error);
+    }
     zip_error_fini(&error);
     if (archive_->zip != nullptr) break;
-    if (code == ZIP_ER_EXISTS && (flags & ZIP_CHECKCONS) != 0) continue;
-    if (code == ZIP_ER_NOZIP)
-      throw Error(where_, "is not a zip archive (libzip: " + message + ")", "a truncated or corrupted file?");
-    if (code == ZIP_ER_INCONS)
-      throw Error(where_, "is an inconsistent zip archive (libzip: " + message + ")",
-                  "its local headers disagree with its central directory, or sizes lie: a corrupted or forged file");
-    throw Error(where_, "cannot be read as a zip archive (libzip: " + message + ")", "a corrupted file?");
   }
+  const auto refuse = [&] {
+    if (refused_code == ZIP_ER_NOZIP)
+      throw Error(where_, "is not a zip archive (libzip: " + refused_message + ")",
+                  "a truncated or corrupted file, or sizes that lie?");
+    if (refused_code == ZIP_ER_INCONS)
+      throw Error(where_, "is an inconsistent zip archive (libzip: " + refused_message + ")",
+                  "its local headers disagree with its central directory, or sizes lie: a corrupted or forged file");
+    throw Error(where_, "cannot be read as a zip archive (libzip: " + refused_message + ")", "a corrupted file?");
+  };
+  if (archive_->zip == nullptr) refuse();
 
   zip_t* zip = archive_->zip;
   const zip_int64_t entries = zip_get_num_entries(zip, 0);
@@ -139,6 +147,7 @@ TorchZip::TorchZip(std::span<const std::byte> bytes, std::string where)
     index_.emplace(inside, i);
     sizes_.emplace(inside, stat.size);
   }
+  if (refused_code != ZIP_ER_OK) refuse();  // opened only without the consistency checks
   if (!contains("data.pkl"))
     throw Error(where_, folder_.empty() ? "is an empty zip archive" : "has no entry '" + printable(entry_name("data.pkl")) + "'",
                 "torch.save writes the state dict's pickle there: not a file torch.save wrote");
