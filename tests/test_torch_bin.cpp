@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -643,6 +644,37 @@ void expect_same_outputs(const LoadedModel& a, const LoadedModel& b) {
   EXPECT_EQ(testing_support::greedy(x, source, 8).ids, testing_support::greedy(y, source, 8).ids);
 }
 
+json llama_config() {
+  return {{"model_type", "llama"},       {"vocab_size", 30},          {"hidden_size", 16},
+          {"intermediate_size", 24},     {"num_hidden_layers", 2},    {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},    {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-6},
+          {"bos_token_id", 2},           {"eos_token_id", 1},         {"hidden_act", "silu"}};
+}
+
+TEST(TorchBin, EveryFamilyLoadsADirectoryWithOnlyPytorchModelBin) {
+  // ordo's own format and LLaMA here; Marian with real torch.save files in TorchBinParity.
+  for (const json& config : {testing_support::tiny_config(), llama_config()}) {
+    SCOPED_TRACE(config.value("model_type", "ordo"));
+    const fs::path dir = temp_dir("torch-bin-family");
+    testing_support::write_random_model(dir, config, 4);
+    const fs::path twin = temp_dir("torch-bin-family-twin");
+    fs::copy_file(dir / "config.json", twin / "config.json");
+    write_bin_of(dir / "model.safetensors", twin / "pytorch_model.bin", {});
+    const auto safetensors = LoadedModel::load(dir);
+    const auto bin = LoadedModel::load(twin);
+    EXPECT_EQ(bin->config().family, safetensors->config().family);
+    EXPECT_EQ(bin->weights().parameter_count(), safetensors->weights().parameter_count());
+    if (safetensors->config().has_encoder()) {
+      expect_same_outputs(*safetensors, *bin);
+    } else {
+      const std::vector<int> text = {2, 5, 7, 9, 11, 1};  // bit for bit
+      EXPECT_EQ(score_target(safetensors->transformer(), {}, text), score_target(bin->transformer(), {}, text));
+    }
+    fs::remove_all(dir);
+    fs::remove_all(twin);
+  }
+}
+
 TEST(TorchBin, ADirectoryWithOnlyPytorchModelBinLoadsAsItsSafetensorsTwin) {
   const fs::path dir = temp_dir("torch-bin-model");
   testing_support::write_random_model(dir, testing_support::tiny_config(), 3);
@@ -670,6 +702,46 @@ TEST(TorchBin, ADirectoryWithOnlyPytorchModelBinLoadsAsItsSafetensorsTwin) {
                                                ": tensor 'extra' is not used by this config (ignored)"});
   fs::remove_all(dir);
   fs::remove_all(twin);
+}
+
+TEST(TorchBin, EveryHostileFileIsOneLineAndExit1OnTheCommandLine) {
+  const fs::path dir = temp_dir("torch-bin-hostile-cli");
+  testing_support::write_random_model(dir, testing_support::tiny_config(), 3);
+  fs::remove(dir / "model.safetensors");
+  const std::string data = f32_bytes({1, 2, 3, 4, 5, 6});
+  const std::string pickle = state_dict_pickle({plain_w()}).bytes;
+  Pickle system;
+  system.proto(2).global("os", "system").unicode("echo pwned").op(0x85).reduce().stop();
+  Pickle inst;
+  inst.proto(2).op('i');
+  Pickle memo;
+  memo.proto(2).binget(9);
+  std::vector<ZipEntry> escaping = torch_entries(pickle, {{"0", data}});
+  escaping.push_back({"../x", "boom"});
+  FakeTensor transposed = plain_w();
+  transposed.stride = {1, 2};
+  FakeTensor huge = plain_w();
+  huge.shape = {std::int64_t{1} << 40, std::int64_t{1} << 40};
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {make_zip(torch_entries(system.bytes, {})), "the pickle calls 'os.system', which a state dict never does"},
+      {make_zip(torch_entries(inst.bytes, {})), "the opcode INST (0x69), which a state dict never uses"},
+      {make_zip(escaping), "zip entry '../x': climbs out of the archive with '..'"},
+      {plain_file(plain_w(), f32_bytes({1, 2, 3, 4})), "holds 16 bytes, but storage '0' (F32, 6 elements) needs 24"},
+      {plain_file(transposed), "strides [1, 2] of shape [2, 3] are not contiguous row-major"},
+      {plain_file(huge), "overflows 64 bits"},
+      {make_zip(torch_entries(pickle.substr(0, pickle.size() / 2), {{"0", data}})), "the pickle ends inside"},
+      {make_zip(torch_entries(memo.bytes, {})), "BINGET reads memo slot 9, which no earlier BINPUT wrote"},
+  };
+  for (const auto& [file, cause] : cases) {
+    SCOPED_TRACE(cause);
+    std::ofstream(dir / "pytorch_model.bin", std::ios::binary | std::ios::trunc) << file;
+    const auto result = testing_support::run_ordo("inspect --model " + dir.string());
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_THAT(result.err, HasSubstr(cause));
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_EQ(result.err.rfind("ordo: " + (dir / "pytorch_model.bin").string() + ": ", 0), 0u) << result.err;
+  }
+  fs::remove_all(dir);
 }
 
 TEST(TorchBin, TheCommandLineSaysWhatIsWrongInOneLineAndExits1) {
