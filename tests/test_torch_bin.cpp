@@ -729,7 +729,7 @@ TEST(TorchBin, EveryHostileFileIsOneLineAndExit1OnTheCommandLine) {
       {plain_file(plain_w(), f32_bytes({1, 2, 3, 4})), "holds 16 bytes, but storage '0' (F32, 6 elements) needs 24"},
       {plain_file(transposed), "strides [1, 2] of shape [2, 3] are not contiguous row-major"},
       {plain_file(huge), "overflows 64 bits"},
-      {make_zip(torch_entries(pickle.substr(0, pickle.size() / 2), {{"0", data}})), "the pickle ends inside"},
+      {make_zip(torch_entries(pickle.substr(0, pickle.size() / 2), {{"0", data}})), "the pickle ends without its STOP opcode"},
       {make_zip(torch_entries(memo.bytes, {})), "BINGET reads memo slot 9, which no earlier BINPUT wrote"},
   };
   for (const auto& [file, cause] : cases) {
