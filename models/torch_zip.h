@@ -15,8 +15,10 @@
 // byte); no name twice; no encryption; stored or deflated only; sizes that fit the
 // archive (a stored entry's size is its compressed size; a deflated one expands at most
 // 1032-fold, deflate's limit); local headers that agree with the central directory
-// (libzip's ZIP_CHECKCONS). read() then checks the size it was promised and libzip
-// checks the CRC.
+// (libzip's ZIP_CHECKCONS; when it refuses, the archive is opened once more without it
+// so that the checks above can name the entry at fault, and its refusal stands when
+// they find none). read() then checks the size it was promised and libzip checks the
+// CRC.
 #pragma once
 
 #include <cstddef>
