@@ -3,12 +3,15 @@
 #include <cblas.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cassert>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/error.h"
 #include "engine/matvec.h"
+#include "engine/quantized_matvec.h"
 #include "engine/thread_pool.h"
 
 namespace ordo::blas {
@@ -106,6 +109,70 @@ void multiply_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, f
   if (!workers) return slice(0, b.rows(), 0);
   threads::split(*workers, b.rows(), 16, slice);
 }
+
+// Rows of a half-precision or quantized b converted to float32, per thread: a block of
+// kConvertedRows rows for a few rows of a (it stays in L1/L2 while every row of a meets
+// it), kConvertedBlock rows for sgemm (whose packing then reads float32 as it always
+// does). The buffer grows to the widest block once and is reused by every step.
+constexpr Index kConvertedRows = 8;
+constexpr Index kConvertedBlock = 256;
+
+float* converted_rows(Index count, Index cols) {
+  thread_local std::vector<float> buffer;
+  const auto size = static_cast<std::size_t>(count * cols);
+  if (buffer.size() < size) buffer.resize(size);
+  return buffer.data();
+}
+
+// c [1, n] = a b^T for one row of a, b in a stored format: the kernel reads each stored
+// byte once, split as matvec.
+void stored_matvec(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
+  const auto stream = [&](Index first, Index count, int) {
+    kernels::matvec(b.row_block(first, count), a.data(), c.data() + first, 1.0f, 0.0f);
+    if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
+  };
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(b.rows() * b.cols(), kParallelWeights);
+  if (!workers) return stream(0, b.rows(), 0);
+  threads::split(*workers, b.rows(), 16, stream);
+}
+
+// A few rows of a: each block of b's rows is converted once into cache and meets every
+// row of a there, so b's stored bytes are read once. Each row of a runs the float32
+// matrix-vector kernel, whose sums are the ones stored_matvec computes: a sequence gets
+// the same numbers whatever else is in its batch (engine/quantized_matvec.cpp).
+void stored_small_gemm(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
+  const auto stream = [&](Index first, Index count, int) {
+    float* block = converted_rows(kConvertedRows, b.cols());
+    for (Index r = first; r < first + count; r += kConvertedRows) {
+      const Index rows = std::min(kConvertedRows, first + count - r);
+      b.dequantize(r, rows, block, b.cols());
+      for (Index i = 0; i < a.rows(); ++i)
+        kernels::matvec(block, rows, b.cols(), b.cols(), a.data() + i * a.stride(), c.data() + i * c.stride() + r,
+                        1.0f, 0.0f);
+    }
+    if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
+  };
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(b.rows() * b.cols(), kParallelWeights);
+  if (!workers) return stream(0, b.rows(), 0);
+  threads::split(*workers, b.rows(), 48, stream);
+}
+
+// Many rows of a: sgemm on blocks of b converted to float32.
+void stored_gemm(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
+  ready_for_openblas();
+  const auto slice = [&](Index first, Index count, int) {
+    float* block = converted_rows(kConvertedBlock, b.cols());
+    for (Index r = first; r < first + count; r += kConvertedBlock) {
+      const Index rows = std::min(kConvertedBlock, first + count - r);
+      b.dequantize(r, rows, block, b.cols());
+      sgemm(CblasTrans, a, ConstMatrixRef(block, rows, b.cols()), c.col_block(r, rows), 1.0f, 0.0f);
+    }
+    if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
+  };
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(c.rows() * c.cols() * a.cols(), kParallelFlops);
+  if (!workers) return slice(0, b.rows(), 0);
+  threads::split(*workers, b.rows(), 16, slice);
+}
 }  // namespace
 
 // One row times a matrix is a matrix-vector product. sgemm would first pack the whole
@@ -119,6 +186,16 @@ void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float
 
 void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, const Epilogue& epilogue) {
   multiply_nt(a, b, c, 1.0f, 0.0f, epilogue.empty() ? nullptr : &epilogue);
+}
+
+void gemm_nt(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue& epilogue) {
+  const Epilogue* after = epilogue.empty() ? nullptr : &epilogue;
+  if (b.is_float32()) return multiply_nt(a, b.float32(), c, 1.0f, 0.0f, after);
+  assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
+  if (c.empty()) return;
+  if (a.rows() == 1) return stored_matvec(a, b, c, after);
+  if (a.rows() <= kSmallRows) return stored_small_gemm(a, b, c, after);
+  stored_gemm(a, b, c, after);
 }
 
 void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {

@@ -18,23 +18,23 @@ namespace ordo {
 class Embedding {
  public:
   // table [vocab, d]; scale is sqrt(d) with scale_embedding, else 1.
-  Embedding(TensorView table, float scale, std::shared_ptr<const AdditivePositions> positions,
+  Embedding(WeightMatrix table, float scale, std::shared_ptr<const AdditivePositions> positions,
             std::optional<NormWeights> norm, float norm_eps);
 
   // out [ids.size(), d], rows laid out as `rows` says. An id outside [0, vocab) throws
   // Error.
   void embed(std::span<const int> ids, const BatchRows& rows, MatrixRef out) const;
 
-  Index vocab_size() const { return table_.dim(0); }
-  Index dim() const { return table_.dim(1); }
-  const TensorView& table() const { return table_; }
+  Index vocab_size() const { return table_.rows(); }
+  Index dim() const { return table_.cols(); }
+  const WeightMatrix& table() const { return table_; }
   // Longest sequence the positions allow (learned tables are finite).
   Index max_steps() const { return positions_->max_steps(); }
   // Throws Error when a sequence of `count` tokens needs positions the model lacks.
   void check_length(Index count) const { positions_->check_steps(0, count); }
 
  private:
-  TensorView table_;
+  WeightMatrix table_;
   float scale_;
   std::shared_ptr<const AdditivePositions> positions_;
   std::optional<NormWeights> norm_;

@@ -15,6 +15,9 @@ namespace {
 
 std::string shape_of(ConstMatrixRef m) { return to_string(Shape{m.rows(), m.cols()}); }
 std::string shape_of(const TensorView& t) { return to_string(t.shape()); }
+std::string shape_of(const WeightMatrix& w) {
+  return w.is_float32() ? shape_of(w.float32_tensor()) : to_string(Shape{w.rows(), w.cols()});
+}
 std::string shape_of(std::span<const float> v) {
   return to_string(Shape{static_cast<Index>(v.size())});
 }
@@ -54,11 +57,11 @@ namespace {
 
 // The checks of linear(): weight [out, in], x [T, in], y [T, out], bias [out] if any.
 void check_linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
-  const TensorView& w = layer.weight;
-  if (w.empty() || w.rank() != 2)
+  const WeightMatrix& w = layer.weight;
+  if (w.empty() || (w.is_float32() && w.float32_tensor().rank() != 2))
     throw Error("linear", "weight " + shape_of(w) + " is not a matrix [out, in]");
-  const Index in = w.dim(1);
-  const Index out = w.dim(0);
+  const Index in = w.cols();
+  const Index out = w.rows();
   const auto shapes = [&] {
     return "input " + shape_of(x) + " x weight " + shape_of(w) + " -> output " + shape_of(y);
   };
@@ -75,7 +78,7 @@ void check_linear(ConstMatrixRef x, const Linear& layer, MatrixRef y) {
 void linear_then(ConstMatrixRef x, const Linear& layer, std::optional<Activation> activation, MatrixRef y) {
   check_linear(x, layer, y);
   const Epilogue epilogue{layer.bias.empty() ? std::span<const float>() : layer.bias.vector(), activation};
-  blas::gemm_nt(x, layer.weight.matrix(), y, epilogue);
+  blas::gemm_nt(x, layer.weight, y, epilogue);
 }
 
 }  // namespace
@@ -222,7 +225,7 @@ void scale(MatrixRef y, float factor) {
   }
 }
 
-void gather_rows(ConstMatrixRef table, std::span<const int> ids, MatrixRef y) {
+void gather_rows(const WeightMatrix& table, std::span<const int> ids, MatrixRef y) {
   const Index count = static_cast<Index>(ids.size());
   if (y.rows() != count || y.cols() != table.cols())
     throw Error("gather_rows", "table " + shape_of(table) + ", " + std::to_string(count) +
@@ -238,11 +241,7 @@ void gather_rows(ConstMatrixRef table, std::span<const int> ids, MatrixRef y) {
                       std::to_string(vocab) + ")",
                   "tokenizer and model vocabularies differ?");
   }
-  for (Index r = 0; r < count; ++r) {
-    const float* in = table.data() + ids[static_cast<std::size_t>(r)] * table.stride();
-    float* out = y.data() + r * y.stride();
-    std::copy(in, in + table.cols(), out);
-  }
+  for (Index r = 0; r < count; ++r) table.dequantize(ids[static_cast<std::size_t>(r)], 1, y.data() + r * y.stride(), y.cols());
 }
 
 void add_row_vector(MatrixRef y, std::span<const float> bias) {

@@ -8,16 +8,17 @@
 
 #include "engine/epilogue.h"
 #include "engine/tensor.h"
+#include "engine/weight_matrix.h"
 
 namespace ordo {
 
-// A PyTorch Linear: weight [out, in], optional bias [out].
+// A PyTorch Linear: weight [out, in] in its stored format, optional bias [out] (float32).
 struct Linear {
-  TensorView weight;
+  WeightMatrix weight;
   TensorView bias;  // empty() when the layer has no bias
 
-  Index in_features() const { return weight.dim(1); }
-  Index out_features() const { return weight.dim(0); }
+  Index in_features() const { return weight.cols(); }
+  Index out_features() const { return weight.rows(); }
 };
 
 // LayerNorm centres and scales each row, then applies weight and bias; RMSNorm (LLaMA,
@@ -83,7 +84,7 @@ void scale(MatrixRef y, float factor);
 
 // Row r of y = row ids[r] of table [V, d]; an id outside [0, V) throws Error naming the
 // id, its position and V.
-void gather_rows(ConstMatrixRef table, std::span<const int> ids, MatrixRef y);
+void gather_rows(const WeightMatrix& table, std::span<const int> ids, MatrixRef y);
 
 // y += row-broadcast bias [cols].
 void add_row_vector(MatrixRef y, std::span<const float> bias);

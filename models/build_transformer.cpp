@@ -28,8 +28,14 @@ class Binder {
     if (!name) throw Error("weights", "this config has no tensor for a role ordo needs", "a bug in ordo's family tables");
     return weights_.get(*name);
   }
+  // A weight matrix (a linear's, the embedding, the head) in the format it runs in.
+  WeightMatrix matrix(Stack stack, Role role, Index layer = 0) const {
+    const auto name = tensor_name(config_, stack, role, Part::Weight, layer);
+    if (!name) throw Error("weights", "this config has no tensor for a role ordo needs", "a bug in ordo's family tables");
+    return weights_.matrix(*name);
+  }
   Linear linear(Stack stack, Role role, Index layer) const {
-    return {required(stack, role, layer), tensor(stack, role, Part::Bias, layer)};
+    return {matrix(stack, role, layer), tensor(stack, role, Part::Bias, layer)};
   }
   NormWeights norm(Stack stack, Role role, Index layer = 0) const {
     return {required(stack, role, layer), tensor(stack, role, Part::Bias, layer), config_.norm_kind};
@@ -42,7 +48,7 @@ class Binder {
   Embedding embedding(Stack stack) const {
     const float scale =
         config_.scale_embedding ? static_cast<float>(std::sqrt(static_cast<double>(config_.d_model))) : 1.0f;
-    return Embedding(required(stack, Role::TokenEmbedding), scale, positions(stack),
+    return Embedding(matrix(stack, Role::TokenEmbedding), scale, positions(stack),
                      optional_norm(stack, Role::EmbeddingNorm), static_cast<float>(config_.layer_norm_eps));
   }
 
@@ -169,7 +175,7 @@ Transformer build_transformer(const ModelConfig& config, const WeightStore& weig
   }
 
   // The output projection is the decoder's input embedding unless lm_head is untied.
-  Linear output{config.tie_word_embeddings ? bind.required(d, Role::TokenEmbedding) : bind.required(d, Role::OutputHead),
+  Linear output{config.tie_word_embeddings ? bind.matrix(d, Role::TokenEmbedding) : bind.matrix(d, Role::OutputHead),
                 bind.tensor(d, Role::FinalLogitsBias)};
   if (!output.bias.empty())  // stored as [1, V]; a bias is a vector
     output.bias = TensorView(output.bias.data(), {config.decoder_vocab_size});

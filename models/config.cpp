@@ -245,6 +245,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& json, const std::string
   }
   c.model_type = type;
   c.family = keys.enumeration("model_type", kFamilies, c.family);
+  c.quantization = read_quantization(keys);  // every family's files may be quantized
   return c;
 }
 
@@ -267,8 +268,14 @@ ModelConfig ModelConfig::parse(std::string_view text, const std::string& source)
 }
 
 nlohmann::json ModelConfig::to_json() const {
-  if (family == Family::Llama) return llama_config_json(*this);  // the family's own keys
-  if (family == Family::Marian) return marian_config_json(*this);
+  nlohmann::json j = family == Family::Llama    ? llama_config_json(*this)  // the family's own keys
+                     : family == Family::Marian ? marian_config_json(*this)
+                                                : ordo_config_json();
+  if (quantization.enabled()) j["quantization"] = quantization_json(quantization);
+  return j;
+}
+
+nlohmann::json ModelConfig::ordo_config_json() const {
   nlohmann::json j = nlohmann::json::object();
   j["model_type"] = model_type;
   j["norm"] = std::string(name_of(kNormKinds, norm_kind));

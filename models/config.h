@@ -23,6 +23,7 @@
 #include "engine/feed_forward.h"
 #include "engine/ops.h"
 #include "engine/positions.h"
+#include "models/quantization_config.h"
 
 namespace ordo {
 
@@ -88,6 +89,11 @@ struct ModelConfig {
   int eos_token_id = 0;              // required
   int decoder_start_token_id = 0;    // required with encoder layers; defaults to pad without
   std::vector<int> other_eos_token_ids;  // LLaMA's eos_token_id may list several
+  // How the file stores quantized weight matrices (models/quantization_config.h).
+  Quantization quantization;
+  // Not from config.json: the format the matrices run in when the load asks for one
+  // (--compute-type, LoadOptions::compute_type); unset: as stored.
+  std::optional<Quantization> compute_type;
 
   // Fixed by the family, not read from ordo's config.json.
   NormKind norm_kind = NormKind::LayerNorm;
@@ -111,6 +117,9 @@ struct ModelConfig {
   // Every key, defaults filled in (what `ordo inspect` prints), in the family's own
   // keys: ordo's below, or a LLaMA config.json's (models/llama_config.h).
   nlohmann::json to_json() const;
+
+ private:
+  nlohmann::json ordo_config_json() const;  // to_json's keys for ordo's own format
 };
 
 }  // namespace ordo

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/half.h"
 #include "engine/printable.h"
 #include "engine/regular_file.h"
 #include "models/json_message.h"
@@ -251,33 +252,6 @@ class HeaderReader {
   std::unordered_set<std::string> top_level_names_;
   Header header_;
 };
-
-// IEEE binary16 -> binary32, exact (every half is a float).
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1fu;
-  std::uint32_t mantissa = h & 0x3ffu;
-  std::uint32_t bits;
-  if (exponent == 0x1f) {  // inf, or NaN with its payload kept
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {  // normal: rebias 15 -> 127
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {  // +-0
-    bits = sign;
-  } else {  // subnormal m * 2^-24: normalize until the implicit bit (0x400) is set
-    int shift = 0;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      ++shift;
-    }
-    bits = sign | (static_cast<std::uint32_t>(113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-float bfloat16_to_float(std::uint16_t b) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
 
 }  // namespace
 

@@ -175,6 +175,30 @@ std::span<const Rule> table(Family family) {
 
 bool per_layer(Role role) { return role >= SelfQuery; }
 
+}  // namespace
+
+bool is_matrix(Role role, Part part) {
+  if (part != Part::Weight) return false;
+  switch (role) {
+    case TokenEmbedding:
+    case OutputHead:
+    case SelfQuery:
+    case SelfKey:
+    case SelfValue:
+    case SelfOutput:
+    case CrossQuery:
+    case CrossKey:
+    case CrossValue:
+    case CrossOutput:
+    case FeedForwardIn:
+    case FeedForwardUp:
+    case FeedForwardOut: return true;
+    default: return false;
+  }
+}
+
+namespace {
+
 unsigned stack_bit(Stack stack) { return stack == Stack::Encoder ? kE : kD; }
 
 bool holds(unsigned needs, const ModelConfig& c) {
@@ -260,6 +284,7 @@ TensorSpec expand(const Rule& rule, Stack stack, Index layer, const ModelConfig&
   }
   spec.shape_meaning = std::move(shape_meaning) + "]";
   spec.required = (rule.needs & kOptional) == 0;
+  spec.matrix = is_matrix(rule.role, rule.part);
   return spec;
 }
 

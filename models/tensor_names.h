@@ -54,7 +54,14 @@ struct TensorSpec {
   Shape shape;
   std::string shape_meaning;  // e.g. "[decoder_ffn_dim=32, d_model=16]", for error messages
   bool required = true;
+  // A weight matrix that may be stored in half precision or quantized (a linear layer's
+  // weight, the token embedding, the output head); every other tensor is float.
+  bool matrix = false;
 };
+
+// True for the roles whose weight is a matrix the kernels read in its stored format (a
+// linear layer's weight, the token embedding, the output head): TensorSpec::matrix.
+bool is_matrix(Role role, Part part);
 
 // Every tensor the config's model needs (or may have), with its expected shape.
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config);

@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "models/shard_index.h"
+#include "models/stored_matrix.h"
 
 namespace ordo {
 
@@ -79,14 +80,30 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
       if (spec.required)
         throw Error(where, "missing tensor '" + spec.name + "' of shape " + spec.shape_meaning,
                     "the file does not match config.json, or was written by another tool");
-      store.bound_[spec.name] = TensorView();
+      if (spec.matrix)
+        store.matrices_[spec.name] = WeightMatrix();
+      else
+        store.bound_[spec.name] = TensorView();
+      continue;
+    }
+    if (!info->bytes.empty()) bound_bytes.emplace(info->bytes.data(), info->bytes.size());
+    if (spec.matrix && info->dtype != DType::F32) {
+      const auto [scale_file, scale_info] = find(scale_tensor_name(spec.name));
+      if (scale_info != nullptr) expected.insert(scale_info->name);
+      WeightMatrix matrix = bind_stored_matrix(spec, {file, info}, {scale_file, scale_info}, config.quantization, store.copies_);
+      store.parameter_count_ += matrix.rows() * matrix.cols();
+      store.matrices_[spec.name] = store.run_as(std::move(matrix), config, spec.name);
       continue;
     }
     if (info->shape != spec.shape)
       throw Error(where, "tensor '" + spec.name + "' has shape " + to_string(info->shape) +
                              ", expected " + spec.shape_meaning,
                   "is config.json from another checkpoint?");
-    if (!info->bytes.empty()) bound_bytes.emplace(info->bytes.data(), info->bytes.size());
+    if (spec.matrix) {
+      if (const auto [_, scale] = find(scale_tensor_name(spec.name)); scale != nullptr)
+        throw Error(where, "tensor '" + scale->name + "' is a scale of '" + spec.name + "', which is F32, not quantized",
+                    "the file is inconsistent: remove the scale, or quantize the weight");
+    }
     store.converted_.emplace_back();
     TensorView view = file->as_float32(*info, store.converted_.back());
     if (store.converted_.back().empty()) store.converted_.pop_back();
@@ -95,13 +112,53 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
                              std::to_string(at),
                   "the checkpoint is broken (a diverged training run, or a bad conversion)");
     store.parameter_count_ += view.size();
-    store.bound_[spec.name] = std::move(view);
+    if (spec.matrix)
+      store.matrices_[spec.name] = store.run_as(WeightMatrix(std::move(view)), config, spec.name);
+    else
+      store.bound_[spec.name] = std::move(view);
   }
   for (const SafetensorsFile& file : store.files_)
     for (const TensorInfo& info : file.tensors())
       if (!expected.contains(info.name) && !bound_bytes.contains({info.bytes.data(), info.bytes.size()}))
         store.unused_.push_back(info.name);
   return store;
+}
+
+WeightMatrix WeightStore::run_as(WeightMatrix matrix, const ModelConfig& config, const std::string& name) {
+  if (!config.compute_type || matrix.empty()) return matrix;
+  const Quantization& target = *config.compute_type;
+  const Index group = target.enabled() ? target.group_for(matrix.cols()) : 0;
+  if (matrix.format() == target.type && (!target.enabled() || matrix.group() == group)) return matrix;
+  encoded_.push_back(encode_matrix(matrix, target, source_ + ": tensor '" + name + "'"));
+  return encoded_.back().view();
+}
+
+WeightMatrix WeightStore::matrix(const std::string& name) const {
+  const auto found = matrices_.find(name);
+  if (found == matrices_.end())
+    throw Error("weights", "no weight matrix '" + name + "' in the name table for this config",
+                "a bug in ordo's weight binding; please report it");
+  return found->second;
+}
+
+std::string WeightStore::matrix_formats() const {
+  std::map<std::string, Index> formats;
+  for (const auto& [name, m] : matrices_)
+    if (!m.empty()) {
+      std::string text(weight_format_name(m.format()));
+      if (m.format() == WeightFormat::Int8 || m.format() == WeightFormat::Int4)
+        text += m.group() == m.cols() ? " (a scale per row)" : " (groups of " + std::to_string(m.group()) + ")";
+      ++formats[text];
+    }
+  std::string all;
+  for (const auto& [text, _] : formats) all += (all.empty() ? "" : " and ") + text;
+  return all;
+}
+
+std::size_t WeightStore::matrix_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& [name, m] : matrices_) bytes += m.empty() ? 0 : m.bytes();
+  return bytes;
 }
 
 TensorView WeightStore::get(const std::string& name) const {

@@ -2,8 +2,11 @@
 // pytorch_model.bin, models/torch_bin.h) checked against the family's tensor table.
 //
 // load() verifies, before anything is bound, that every required tensor is present
-// with the expected shape and a float dtype, and converts F16/BF16 to float32 (F32 stays
-// memory-mapped, uncopied). Tensors the files have and the config does not use are kept
+// with the expected shape and dtype. Weight matrices (linears, embeddings, the output
+// head) stay as stored, memory-mapped: F32, F16, BF16, or int8 / int4 with their scales
+// (models/stored_matrix.h); the config's compute_type, when set, converts them at load
+// (models/quantize.h). Other tensors (norms, biases, position tables) are float32,
+// converted from F16/BF16. Tensors the files have and the config does not use are kept
 // in unused() so that callers can report them; they are never silently dropped.
 #pragma once
 
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "models/config.h"
+#include "models/quantize.h"
 #include "models/safetensors.h"
 #include "models/tensor_names.h"
 
@@ -32,6 +36,13 @@ class WeightStore {
   // A tensor of the name table. Optional tensors the file lacks come back empty().
   // Asking for a name outside the table is a bug in ordo, reported as Error.
   TensorView get(const std::string& name) const;
+  // A weight matrix of the name table (TensorSpec::matrix) in the format it runs in.
+  // Optional ones the file lacks come back empty().
+  WeightMatrix matrix(const std::string& name) const;
+  // What the matrices run as: "f32", "f16", "int8, one scale per row", "f16 and f32"...
+  std::string matrix_formats() const;
+  // The bytes the weight matrices hold as they run (values and scales).
+  std::size_t matrix_bytes() const;
 
   // One file, or the shards in the index's order of names.
   const std::vector<SafetensorsFile>& files() const { return files_; }
@@ -42,11 +53,16 @@ class WeightStore {
 
  private:
   WeightStore() = default;
+  // `matrix` as the config's compute_type asks (converted into encoded_), or as stored.
+  WeightMatrix run_as(WeightMatrix matrix, const ModelConfig& config, const std::string& name);
 
   std::vector<SafetensorsFile> files_;
   std::string source_;
-  std::map<std::string, TensorView> bound_;    // every expected name; empty when absent
+  std::map<std::string, TensorView> bound_;    // every expected non-matrix name; empty when absent
+  std::map<std::string, WeightMatrix> matrices_;  // every expected matrix name; empty when absent
   std::vector<std::vector<float>> converted_;  // F16/BF16 data as float32 (stable buffers)
+  std::vector<std::vector<std::byte>> copies_;  // stored bytes that had to be realigned
+  std::vector<EncodedMatrix> encoded_;  // matrices converted to the compute type
   std::vector<std::string> unused_;
   Index parameter_count_ = 0;
 };

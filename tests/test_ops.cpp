@@ -356,22 +356,24 @@ TEST(Ops, AddScaleAddRowVectorOnStridedViews) {
 
 TEST(Ops, GatherRowsCopiesRowsAndRejectsBadIds) {
   std::mt19937 rng(10);
-  const Matrix table = ref::random_matrix(10, 6, rng);
+  const Matrix values = ref::random_matrix(10, 6, rng);
+  const ConstMatrixRef table = values.view();
+  const WeightMatrix weights(TensorView(values.data(), {10, 6}));
   const std::vector<int> ids = {3, 0, 9, 3};
   Matrix y(4, 6);
-  ops::gather_rows(table, ids, y);
+  ops::gather_rows(weights, ids, y);
   for (Index r = 0; r < 4; ++r)
     expect_close(y.row(r), ref::to_double(table.row(ids[static_cast<std::size_t>(r)])), 0.0,
                  0.0);
 
   const std::vector<int> bad = {1, 2, 10, 0};
-  expect_mentions(ref::error_message([&] { ops::gather_rows(table, bad, y); }),
+  expect_mentions(ref::error_message([&] { ops::gather_rows(weights, bad, y); }),
                   {"gather_rows", "id 10", "position 2", "10 rows"});
   const std::vector<int> negative = {-1, 0, 0, 0};
-  expect_mentions(ref::error_message([&] { ops::gather_rows(table, negative, y); }),
+  expect_mentions(ref::error_message([&] { ops::gather_rows(weights, negative, y); }),
                   {"id -1", "position 0"});
   Matrix y_bad(3, 6);
-  expect_mentions(ref::error_message([&] { ops::gather_rows(table, ids, y_bad); }),
+  expect_mentions(ref::error_message([&] { ops::gather_rows(weights, ids, y_bad); }),
                   {"gather_rows", "[10, 6]", "4 ids", "[3, 6]", "[4, 6]"});
 }
 

@@ -8,18 +8,35 @@ namespace ordo {
 
 namespace {
 
-Index weight_elements(const LoadedModel& model, Stack stack, Role role, Part part, Index layer = 0) {
+// A tensor's weights, and the bytes reading it takes in the format it runs in (a weight
+// matrix may be half precision or quantized; everything else is float32).
+struct TensorCost {
+  Index elements = 0;
+  double bytes = 0;
+};
+
+TensorCost tensor_cost(const LoadedModel& model, Stack stack, Role role, Part part, Index layer = 0) {
   const auto name = tensor_name(model.config(), stack, role, part, layer);
-  if (!name) return 0;
+  if (!name) return {};
+  if (is_matrix(role, part)) {
+    const WeightMatrix m = model.weights().matrix(*name);
+    return {m.rows() * m.cols(), static_cast<double>(m.bytes())};
+  }
   const TensorView tensor = model.weights().get(*name);
-  return tensor.empty() ? 0 : tensor.size();  // optional tensors the file lacks are empty
+  if (tensor.empty()) return {};  // an optional tensor the file lacks
+  return {tensor.size(), static_cast<double>(tensor.size()) * sizeof(float)};
+}
+
+Index weight_elements(const LoadedModel& model, Stack stack, Role role, Part part, Index layer = 0) {
+  return tensor_cost(model, stack, role, part, layer).elements;
 }
 
 // The decoder's logits projection: its own head, or the tied embedding table.
-Index output_head_elements(const LoadedModel& model) {
-  const Index head = weight_elements(model, Stack::Decoder, Role::OutputHead, Part::Weight);
-  return head > 0 ? head : weight_elements(model, Stack::Decoder, Role::TokenEmbedding, Part::Weight);
+TensorCost output_head_cost(const LoadedModel& model) {
+  const TensorCost head = tensor_cost(model, Stack::Decoder, Role::OutputHead, Part::Weight);
+  return head.elements > 0 ? head : tensor_cost(model, Stack::Decoder, Role::TokenEmbedding, Part::Weight);
 }
+Index output_head_elements(const LoadedModel& model) { return output_head_cost(model).elements; }
 
 }  // namespace
 
@@ -29,15 +46,13 @@ double Model::decode_step_bytes() const {
                                        Role::FeedForwardIn, Role::FeedForwardUp, Role::FeedForwardOut, Role::FeedForwardNorm};
   static constexpr Role kOnce[] = {Role::EmbeddingNorm, Role::FinalNorm, Role::FinalLogitsBias};
   const LoadedModel& model = *impl_->model;
-  Index elements = 0;
+  double bytes = 0;
   for (Index layer = 0; layer < model.config().decoder_layers; ++layer)
     for (const Role role : kPerLayer)
-      for (const Part part : {Part::Weight, Part::Bias})
-        elements += weight_elements(model, Stack::Decoder, role, part, layer);
+      for (const Part part : {Part::Weight, Part::Bias}) bytes += tensor_cost(model, Stack::Decoder, role, part, layer).bytes;
   for (const Role role : kOnce)
-    for (const Part part : {Part::Weight, Part::Bias}) elements += weight_elements(model, Stack::Decoder, role, part);
-  elements += output_head_elements(model);
-  return static_cast<double>(elements) * sizeof(float);  // ordo holds weights in float32
+    for (const Part part : {Part::Weight, Part::Bias}) bytes += tensor_cost(model, Stack::Decoder, role, part).bytes;
+  return bytes + output_head_cost(model).bytes;
 }
 
 double Model::encode_flops(int batch, int length) const {

@@ -1,0 +1,274 @@
+#include "engine/quantized_matvec.h"
+
+#include <vector>
+
+#include "engine/half.h"
+#include "engine/kernel_path.h"
+#include "engine/matvec.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace ordo::kernels {
+
+namespace {
+
+void store(float* y, float value, float alpha, float beta) { *y = alpha * value + (beta == 0.0f ? 0.0f : beta * *y); }
+
+template <class T>
+const T* row_of(const WeightMatrix& w, Index r) {
+  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
+}
+template <class T>
+const T* scales_of(const WeightMatrix& w, Index r) {
+  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.scales()) +
+                                    static_cast<std::size_t>(r) * w.row_scale_bytes());
+}
+
+// Weight k of an int4 run of 32 (16 bytes): low nibbles hold 0..15, high ones 16..31.
+int int4_at(const std::uint8_t* run, Index k) {
+  const std::uint8_t byte = run[k % 16];
+  return (k < 16 ? byte & 0x0f : byte >> 4) - 8;
+}
+
+// ---- Portable: one weight at a time, in float32.
+
+// Row r of w as float32 (the definition every other path must agree with).
+void dequantize_row_portable(const WeightMatrix& w, Index r, float* out) {
+  const Index cols = w.cols();
+  switch (w.format()) {
+    case WeightFormat::F32: {
+      const float* row = row_of<float>(w, r);
+      for (Index k = 0; k < cols; ++k) out[k] = row[k];
+      return;
+    }
+    case WeightFormat::F16: {
+      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      for (Index k = 0; k < cols; ++k) out[k] = half_to_float(row[k]);
+      return;
+    }
+    case WeightFormat::BF16: {
+      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      for (Index k = 0; k < cols; ++k) out[k] = bfloat16_to_float(row[k]);
+      return;
+    }
+    case WeightFormat::Int8: {
+      const std::int8_t* row = row_of<std::int8_t>(w, r);
+      const float* scales = scales_of<float>(w, r);
+      for (Index k = 0; k < cols; ++k) out[k] = static_cast<float>(row[k]) * scales[k / w.group()];
+      return;
+    }
+    case WeightFormat::Int4: {
+      const std::uint8_t* row = row_of<std::uint8_t>(w, r);
+      const std::uint16_t* scales = scales_of<std::uint16_t>(w, r);
+      for (Index k = 0; k < cols; ++k)
+        out[k] = static_cast<float>(int4_at(row + k / kInt4Run * 16, k % kInt4Run)) *
+                 half_to_float(scales[k / w.group()]);
+      return;
+    }
+  }
+}
+
+// The definition every path must agree with bit for bit: the row converted to float32
+// (dequantize_row_portable), then the float32 kernel's sum, one product at a time.
+float dot_portable(const WeightMatrix& w, Index r, const float* x) {
+  thread_local std::vector<float> row;
+  row.resize(static_cast<std::size_t>(w.cols()));
+  dequantize_row_portable(w, r, row.data());
+  float sum = 0.0f;
+  for (Index k = 0; k < w.cols(); ++k) sum += row[static_cast<std::size_t>(k)] * x[k];
+  return sum;
+}
+
+#if defined(__x86_64__)
+// ---- AVX2 + FMA + F16C: eight weights at a time, converted in registers.
+
+#define ORDO_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+ORDO_AVX2 float horizontal_sum(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
+  return _mm_cvtss_f32(s);
+}
+
+ORDO_AVX2 inline __m256 load_f16(const std::uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+ORDO_AVX2 inline __m256 load_bf16(const std::uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+ORDO_AVX2 inline __m256 load_int8(const std::int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+// The 32 weights of an int4 run, as four vectors of eight in order.
+struct Int4Run {
+  __m256 w[4];
+};
+ORDO_AVX2 inline Int4Run load_int4(const std::uint8_t* run) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(run));
+  const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+  const __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, mask), eight);
+  const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), eight);
+  return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))}};
+}
+
+// The eight weights of row r from k on, as float32: exactly what dequantize_row_portable
+// writes (a conversion, then one float multiply by the scale for quantized formats).
+struct F16Row {
+  const std::uint16_t* row;
+  ORDO_AVX2 __m256 operator()(Index k) const { return load_f16(row + k); }
+  float at(Index k) const { return half_to_float(row[k]); }
+};
+struct BF16Row {
+  const std::uint16_t* row;
+  ORDO_AVX2 __m256 operator()(Index k) const { return load_bf16(row + k); }
+  float at(Index k) const { return bfloat16_to_float(row[k]); }
+};
+// Int8 whose groups are whole vectors of eight (or the whole row, one scale).
+struct Int8Row {
+  const std::int8_t* row;
+  const float* scales;
+  Index group;
+  ORDO_AVX2 __m256 operator()(Index k) const {
+    return _mm256_mul_ps(load_int8(row + k), _mm256_set1_ps(scales[k / group]));
+  }
+  float at(Index k) const { return static_cast<float>(row[k]) * scales[k / group]; }
+};
+
+// dot(w row, x) with engine/matvec.cpp's float32 arithmetic exactly: four accumulators
+// over runs of 32, then runs of 8 into the first, their sum, then the tail one product
+// at a time. So a stored row gives the very number its float32 conversion gives, and a
+// sequence's result never depends on the batch it runs in (a few rows convert a block
+// and run the float32 kernel: blas.cpp).
+template <class Row>
+ORDO_AVX2 float dot_like_float(const Row& w, const float* x, Index cols) {
+  const Index wide_end = cols - cols % 32;
+  const Index narrow_end = cols - cols % 8;
+  __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+  Index k = 0;
+  for (; k < wide_end; k += 32) {
+    a = _mm256_fmadd_ps(w(k), _mm256_loadu_ps(x + k), a);
+    b = _mm256_fmadd_ps(w(k + 8), _mm256_loadu_ps(x + k + 8), b);
+    c = _mm256_fmadd_ps(w(k + 16), _mm256_loadu_ps(x + k + 16), c);
+    d = _mm256_fmadd_ps(w(k + 24), _mm256_loadu_ps(x + k + 24), d);
+  }
+  for (; k < narrow_end; k += 8) a = _mm256_fmadd_ps(w(k), _mm256_loadu_ps(x + k), a);
+  float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
+  for (; k < cols; ++k) sum += w.at(k) * x[k];
+  return sum;
+}
+
+// Int4: the row is whole runs of 32, each unpacked once into four vectors and scaled.
+ORDO_AVX2 float dot_int4(const std::uint8_t* row, const std::uint16_t* scales, Index group, const float* x,
+                         Index cols) {
+  __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+  for (Index k = 0; k < cols; k += kInt4Run) {
+    const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[k / group]));
+    const Int4Run run = load_int4(row + k / 2);
+    a = _mm256_fmadd_ps(_mm256_mul_ps(run.w[0], scale), _mm256_loadu_ps(x + k), a);
+    b = _mm256_fmadd_ps(_mm256_mul_ps(run.w[1], scale), _mm256_loadu_ps(x + k + 8), b);
+    c = _mm256_fmadd_ps(_mm256_mul_ps(run.w[2], scale), _mm256_loadu_ps(x + k + 16), c);
+    d = _mm256_fmadd_ps(_mm256_mul_ps(run.w[3], scale), _mm256_loadu_ps(x + k + 24), d);
+  }
+  return horizontal_sum(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
+}
+
+ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
+  const Index cols = w.cols();
+  switch (w.format()) {
+    case WeightFormat::F16: return dot_like_float(F16Row{row_of<std::uint16_t>(w, r)}, x, cols);
+    case WeightFormat::BF16: return dot_like_float(BF16Row{row_of<std::uint16_t>(w, r)}, x, cols);
+    case WeightFormat::Int8:
+      if (w.group() % 8 == 0 || w.group() == cols)
+        return dot_like_float(Int8Row{row_of<std::int8_t>(w, r), scales_of<float>(w, r), w.group()}, x, cols);
+      break;  // a group that splits a vector of eight: converted first, below
+    case WeightFormat::Int4: return dot_int4(row_of<std::uint8_t>(w, r), scales_of<std::uint16_t>(w, r), w.group(), x, cols);
+    case WeightFormat::F32: break;
+  }
+  thread_local std::vector<float> row;
+  row.resize(static_cast<std::size_t>(cols));
+  dequantize_row_portable(w, r, row.data());
+  float sum;
+  matvec(row.data(), 1, cols, cols, x, &sum, 1.0f, 0.0f);
+  return sum;
+}
+
+ORDO_AVX2 void dequantize_row_avx2(const WeightMatrix& w, Index r, float* out) {
+  const Index cols = w.cols();
+  Index k = 0;
+  switch (w.format()) {
+    case WeightFormat::F16: {
+      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(out + k, load_f16(row + k));
+      break;
+    }
+    case WeightFormat::BF16: {
+      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(out + k, load_bf16(row + k));
+      break;
+    }
+    case WeightFormat::Int8: {
+      const std::int8_t* row = row_of<std::int8_t>(w, r);
+      const float* scales = scales_of<float>(w, r);
+      if (w.group() % 8 != 0) break;  // a group that splits a vector: the portable loop
+      for (; k + 8 <= cols; k += 8)
+        _mm256_storeu_ps(out + k, _mm256_mul_ps(load_int8(row + k), _mm256_set1_ps(scales[k / w.group()])));
+      break;
+    }
+    case WeightFormat::Int4: {
+      const std::uint8_t* row = row_of<std::uint8_t>(w, r);
+      const std::uint16_t* scales = scales_of<std::uint16_t>(w, r);
+      for (; k < cols; k += kInt4Run) {
+        const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scales[k / w.group()]));
+        const Int4Run run = load_int4(row + k / 2);
+        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + k + 8 * i, _mm256_mul_ps(run.w[i], scale));
+      }
+      break;
+    }
+    case WeightFormat::F32: break;
+  }
+  if (k < cols) {  // the tail, from the definition
+    thread_local std::vector<float> row;
+    row.resize(static_cast<std::size_t>(cols));
+    dequantize_row_portable(w, r, row.data());
+    for (; k < cols; ++k) out[k] = row[static_cast<std::size_t>(k)];
+  }
+}
+
+bool has_avx2() { return kernel_path() == KernelPath::Avx2; }
+#endif
+
+}  // namespace
+
+void matvec(const WeightMatrix& w, const float* x, float* y, float alpha, float beta) {
+  if (w.is_float32()) return matvec(w.float32().data(), w.rows(), w.cols(), w.cols(), x, y, alpha, beta);
+#if defined(__x86_64__)
+  if (has_avx2()) {
+    for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_avx2(w, r, x), alpha, beta);
+    return;
+  }
+#endif
+  for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_portable(w, r, x), alpha, beta);
+}
+
+void dequantize(const WeightMatrix& w, Index first, Index count, float* out, Index out_stride) {
+  for (Index i = 0; i < count; ++i) {
+    float* row = out + i * out_stride;
+#if defined(__x86_64__)
+    if (has_avx2() && !w.is_float32()) {
+      dequantize_row_avx2(w, first + i, row);
+      continue;
+    }
+#endif
+    dequantize_row_portable(w, first + i, row);
+  }
+}
+
+}  // namespace ordo::kernels

@@ -1,0 +1,86 @@
+// A weight matrix [rows, cols] in the format it is stored in: float32, half precision
+// (F16, BF16), or quantized (int8, int4 with scales). Like TensorView it only views
+// memory someone else owns (the memory-mapped file, or a buffer converted at load).
+//
+// At batch 1 a decode step reads every weight once, so its speed is the bytes per weight:
+// 4 for float32, 2 for F16/BF16, 1 for int8, 0.5 for int4 (plus the scales). The kernels
+// (engine/quantized_matvec.h) convert to float32 in registers; nothing is expanded in
+// memory. Activations stay float32: a quantized product equals, to float rounding, the
+// float product with the dequantized weights.
+//
+// The layouts (README, "Quantized weights"), w[r, k] being the weight as float:
+//   F16, BF16  [rows, cols] of 16-bit values, row-major.
+//   Int8       q [rows, cols] int8; scales [rows, cols / group] float32;
+//              w[r, k] = q[r, k] * scales[r, k / group] (group = cols: one scale a row).
+//   Int4       packed [rows, cols / 2] bytes; scales [rows, cols / group] F16 (IEEE half).
+//              Each run of 32 weights of a row is 16 bytes: byte j holds weight j in its
+//              low nibble and weight j + 16 in its high nibble, as n = q + 8 (0..15);
+//              w[r, k] = (n - 8) * scales[r, k / group]. cols and group are multiples of 32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "engine/tensor.h"
+
+namespace ordo {
+
+enum class WeightFormat : std::uint8_t { F32, F16, BF16, Int8, Int4 };
+
+// "f32", "f16", "bf16", "int8", "int4": the names of --compute-type and `ordo quantize --type`.
+std::string_view weight_format_name(WeightFormat format);
+
+// Int4 weights are packed in runs of this many (16 bytes).
+inline constexpr Index kInt4Run = 32;
+
+class WeightMatrix {
+ public:
+  WeightMatrix() = default;
+  // A float32 weight; rank 2 is checked by the op that uses it (ops::linear).
+  WeightMatrix(TensorView float32);  // NOLINT: implicit, every float weight is one
+
+  static WeightMatrix half(WeightFormat format, const std::uint16_t* data, Index rows, Index cols);
+  static WeightMatrix int8(const std::int8_t* q, const float* scales, Index rows, Index cols, Index group);
+  static WeightMatrix int4(const std::uint8_t* packed, const std::uint16_t* scales, Index rows, Index cols,
+                           Index group);
+
+  WeightFormat format() const { return format_; }
+  bool is_float32() const { return format_ == WeightFormat::F32; }
+  bool empty() const { return data_ == nullptr; }
+  Index rows() const { return rows_; }
+  Index cols() const { return cols_; }
+  // Weights per scale along a row (quantized formats); cols for one scale a row.
+  Index group() const { return group_; }
+  Index groups_per_row() const { return group_ == 0 ? 0 : cols_ / group_; }
+  // The float32 tensor as bound (any rank; for shape checks and messages).
+  const TensorView& float32_tensor() const { return float32_; }
+  // The float32 weight as a matrix. Float32 only (asserted).
+  ConstMatrixRef float32() const;
+
+  const void* data() const { return data_; }
+  const void* scales() const { return scales_; }
+
+  // Bytes of one row's values, and of one row's scales.
+  std::size_t row_bytes() const;
+  std::size_t row_scale_bytes() const;
+  // What one pass over the whole matrix reads: values and scales.
+  std::size_t bytes() const { return static_cast<std::size_t>(rows_) * (row_bytes() + row_scale_bytes()); }
+
+  // Rows [first, first + count), in the same format.
+  WeightMatrix row_block(Index first, Index count) const;
+
+  // Rows [first, first + count) as float32 into out (row i at out + i * out_stride).
+  void dequantize(Index first, Index count, float* out, Index out_stride) const;
+
+ private:
+  WeightFormat format_ = WeightFormat::F32;
+  const void* data_ = nullptr;
+  const void* scales_ = nullptr;
+  Index rows_ = 0;
+  Index cols_ = 0;
+  Index group_ = 0;
+  TensorView float32_;
+};
+
+}  // namespace ordo

@@ -1,0 +1,172 @@
+#include "models/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/error.h"
+#include "engine/half.h"
+
+namespace ordo {
+
+namespace {
+
+// Checks that a matrix of width `cols` takes `target`, and returns the weights per scale.
+Index checked_group(const Quantization& target, Index cols, const std::string& name) {
+  const Index group = target.group_for(cols);
+  const std::string width = "its rows have " + std::to_string(cols) + " weights";
+  if (target.type == WeightFormat::Int4 && cols % kInt4Run != 0)
+    throw Error(name, "cannot be int4: int4 packs runs of 32 weights and " + width,
+                "use int8 (or f16/bf16) for this model");
+  if (group <= 0 || cols % group != 0)
+    throw Error(name, "cannot be " + std::string(weight_format_name(target.type)) + " in groups of " +
+                          std::to_string(group) + ": " + width + ", not a multiple of it",
+                "choose a --group-size that divides every width (0: one scale per row, int8 only)");
+  return group;
+}
+
+float max_magnitude(const float* w, Index n) {
+  float m = 0.0f;
+  for (Index k = 0; k < n; ++k) m = std::max(m, std::fabs(w[k]));
+  return m;
+}
+
+void encode_int8_row(const float* w, Index cols, Index group, std::int8_t* q, float* scales) {
+  for (Index g = 0; g < cols / group; ++g) {
+    const float* in = w + g * group;
+    const float amax = max_magnitude(in, group);
+    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    scales[g] = scale;
+    for (Index k = 0; k < group; ++k)
+      q[g * group + k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(in[k] / scale), -127.0f, 127.0f));
+  }
+}
+
+void encode_int4_row(const float* w, Index cols, Index group, std::uint8_t* packed, std::uint16_t* scales,
+                     const std::string& name) {
+  std::fill(packed, packed + cols / 2, std::uint8_t{0});
+  for (Index g = 0; g < cols / group; ++g) {
+    const float* in = w + g * group;
+    const float amax = max_magnitude(in, group);
+    std::uint16_t half = float_to_half(amax > 0.0f ? amax / 7.0f : 1.0f);
+    if (half == 0) half = 1;  // below the smallest half: the smallest positive one
+    const float scale = half_to_float(half);
+    if (!std::isfinite(scale))
+      throw Error(name, "holds a weight of magnitude " + std::to_string(amax) +
+                            ", whose int4 scale is beyond F16's range (65504)",
+                  "use int8 for this model");
+    scales[g] = half;
+    for (Index k = 0; k < group; ++k) {
+      const Index at = g * group + k;
+      const auto nibble = static_cast<std::uint8_t>(std::clamp(std::nearbyint(in[k] / scale), -8.0f, 7.0f) + 8.0f);
+      std::uint8_t& byte = packed[at / kInt4Run * 16 + at % 16];
+      byte = static_cast<std::uint8_t>(byte | (at % kInt4Run < 16 ? nibble : nibble << 4));
+    }
+  }
+}
+
+}  // namespace
+
+std::string scale_tensor_name(const std::string& weight_name) { return weight_name + "_scale"; }
+
+WeightMatrix EncodedMatrix::view() const {
+  switch (format) {
+    case WeightFormat::F32:
+      return TensorView(reinterpret_cast<const float*>(values.data()), {rows, cols});
+    case WeightFormat::F16:
+    case WeightFormat::BF16:
+      return WeightMatrix::half(format, reinterpret_cast<const std::uint16_t*>(values.data()), rows, cols);
+    case WeightFormat::Int8:
+      return WeightMatrix::int8(reinterpret_cast<const std::int8_t*>(values.data()),
+                                reinterpret_cast<const float*>(scales.data()), rows, cols, group);
+    case WeightFormat::Int4:
+      return WeightMatrix::int4(reinterpret_cast<const std::uint8_t*>(values.data()),
+                                reinterpret_cast<const std::uint16_t*>(scales.data()), rows, cols, group);
+  }
+  return {};
+}
+
+DType EncodedMatrix::values_dtype() const {
+  switch (format) {
+    case WeightFormat::F32: return DType::F32;
+    case WeightFormat::F16: return DType::F16;
+    case WeightFormat::BF16: return DType::BF16;
+    case WeightFormat::Int8: return DType::I8;
+    case WeightFormat::Int4: return DType::U8;
+  }
+  return DType::F32;
+}
+
+Shape EncodedMatrix::values_shape() const { return {rows, format == WeightFormat::Int4 ? cols / 2 : cols}; }
+DType EncodedMatrix::scales_dtype() const { return format == WeightFormat::Int4 ? DType::F16 : DType::F32; }
+Shape EncodedMatrix::scales_shape() const {
+  // int8 with a scale per row is [rows], as the format's contract has it.
+  if (format == WeightFormat::Int8 && group == cols) return {rows};
+  return {rows, group == 0 ? 0 : cols / group};
+}
+
+EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name) {
+  EncodedMatrix out;
+  out.format = target.type;
+  out.rows = w.rows();
+  out.cols = w.cols();
+  const auto rows = static_cast<std::size_t>(w.rows());
+  const auto cols = static_cast<std::size_t>(w.cols());
+  if (target.enabled()) out.group = checked_group(target, w.cols(), name);
+  std::vector<float> row(cols);
+  const auto each_row = [&](auto&& encode) {
+    for (Index r = 0; r < w.rows(); ++r) {
+      w.dequantize(r, 1, row.data(), w.cols());
+      encode(r, row.data());
+    }
+  };
+  switch (target.type) {
+    case WeightFormat::F32:
+      out.values.resize(rows * cols * 4);
+      each_row([&](Index r, const float* in) {
+        std::memcpy(out.values.data() + static_cast<std::size_t>(r) * cols * 4, in, cols * 4);
+      });
+      break;
+    case WeightFormat::F16:
+    case WeightFormat::BF16: {
+      out.values.resize(rows * cols * 2);
+      auto* values = reinterpret_cast<std::uint16_t*>(out.values.data());
+      const bool f16 = target.type == WeightFormat::F16;
+      each_row([&](Index r, const float* in) {
+        for (std::size_t k = 0; k < cols; ++k) {
+          const std::uint16_t v = f16 ? float_to_half(in[k]) : float_to_bfloat16(in[k]);
+          if (f16 && std::isfinite(in[k]) && std::isinf(half_to_float(v)))
+            throw Error(name, "holds " + std::to_string(in[k]) + " at row " + std::to_string(r) +
+                                  ", beyond F16's range (65504)",
+                        "use bf16 (float32's range) or int8");
+          values[static_cast<std::size_t>(r) * cols + k] = v;
+        }
+      });
+      break;
+    }
+    case WeightFormat::Int8: {
+      out.values.resize(rows * cols);
+      out.scales.resize(rows * static_cast<std::size_t>(w.cols() / out.group) * sizeof(float));
+      auto* q = reinterpret_cast<std::int8_t*>(out.values.data());
+      auto* scales = reinterpret_cast<float*>(out.scales.data());
+      const Index groups = w.cols() / out.group;
+      each_row([&](Index r, const float* in) { encode_int8_row(in, w.cols(), out.group, q + r * w.cols(), scales + r * groups); });
+      break;
+    }
+    case WeightFormat::Int4: {
+      out.values.resize(rows * cols / 2);
+      out.scales.resize(rows * static_cast<std::size_t>(w.cols() / out.group) * sizeof(std::uint16_t));
+      auto* packed = reinterpret_cast<std::uint8_t*>(out.values.data());
+      auto* scales = reinterpret_cast<std::uint16_t*>(out.scales.data());
+      const Index groups = w.cols() / out.group;
+      each_row([&](Index r, const float* in) {
+        encode_int4_row(in, w.cols(), out.group, packed + r * w.cols() / 2, scales + r * groups, name);
+      });
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace ordo

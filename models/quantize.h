@@ -1,0 +1,48 @@
+// Float weights into a stored format (engine/weight_matrix.h): F16, BF16, int8 or int4
+// with their scales. `ordo quantize` writes what this makes, and --compute-type makes
+// it at load, so the two give bit-identical weights.
+//
+// Symmetric, per group of a row (the whole row when the group is 0 for int8):
+//   int8  scale = max|w| / 127 (F32), q = round(w / scale) in [-127, 127]
+//   int4  scale = max|w| / 7 rounded to F16, q = round(w / scale) in [-8, 7]
+// rounding half to even; an all-zero group gets scale 1 (any positive scale is exact).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "engine/weight_matrix.h"
+#include "models/quantization_config.h"
+#include "models/safetensors.h"
+
+namespace ordo {
+
+// A matrix in a stored format, owning its bytes as the file holds them.
+struct EncodedMatrix {
+  WeightFormat format = WeightFormat::F32;
+  Index rows = 0;
+  Index cols = 0;
+  Index group = 0;  // weights per scale (quantized formats)
+  std::vector<std::byte> values;
+  std::vector<std::byte> scales;  // empty for float formats
+
+  WeightMatrix view() const;
+  // How a safetensors file holds them: the values tensor's dtype and shape, and the
+  // scales tensor's (the weight's name + "_scale").
+  DType values_dtype() const;
+  Shape values_shape() const;
+  DType scales_dtype() const;
+  Shape scales_shape() const;
+};
+
+// The name of a quantized weight's scales: "NAME_scale" ("...q_proj.weight_scale").
+std::string scale_tensor_name(const std::string& weight_name);
+
+// `w` (any format) as `target` says: its type (F32, F16, BF16, Int8, Int4) and group
+// size (0: int8's per-row scale). Throws Error naming `name` and the rule when the
+// matrix cannot take the format: an int4 row width or group that is not a multiple of
+// 32, a group that does not divide the width, a value beyond F16's range.
+EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name);
+
+}  // namespace ordo

@@ -1,0 +1,138 @@
+#include "models/stored_matrix.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/error.h"
+#include "engine/half.h"
+#include "engine/printable.h"
+#include "models/quantize.h"
+
+namespace ordo {
+
+namespace {
+
+std::string where(const StoredTensor& t) { return t.file->path().string() + ": tensor '" + printable(t.info->name) + "'"; }
+
+// The tensor's bytes as T, copied when the mapping places them at an address T cannot
+// be read from (safetensors aligns data only to the header's length).
+template <class T>
+const T* aligned(const StoredTensor& t, std::vector<std::vector<std::byte>>& copies) {
+  const std::byte* bytes = t.info->bytes.data();
+  if (reinterpret_cast<std::uintptr_t>(bytes) % alignof(T) == 0) return reinterpret_cast<const T*>(bytes);
+  copies.emplace_back(t.info->bytes.begin(), t.info->bytes.end());
+  return reinterpret_cast<const T*>(copies.back().data());
+}
+
+// A 16-bit float's exponent bits all set: infinity or NaN.
+template <std::uint16_t ExponentMask>
+void check_finite_16(const StoredTensor& t, const std::uint16_t* data, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i)
+    if ((data[i] & ExponentMask) == ExponentMask)
+      throw Error(where(t), "holds a NaN or infinity at element " + std::to_string(i),
+                  "the checkpoint is broken (a diverged training run, or a bad conversion)");
+}
+
+void check_shape(const StoredTensor& t, const Shape& want, const std::string& meaning) {
+  if (t.info->shape != want)
+    throw Error(where(t), "has shape " + to_string(t.info->shape) + ", expected " + meaning,
+                "is config.json from another checkpoint?");
+}
+
+// The scales of a quantized matrix: present, of `dtype`, shaped [rows] (int8, a scale a
+// row) or [rows, cols / group], every one finite and > 0.
+template <class T>
+const T* checked_scales(const StoredTensor& values, const StoredTensor& scales, DType dtype, const TensorSpec& spec,
+                        Index group, std::vector<std::vector<std::byte>>& copies) {
+  const Index rows = spec.shape[0], cols = spec.shape[1];
+  const std::string name = scale_tensor_name(values.info->name);
+  const char* format = dtype == DType::F32 ? "int8" : "int4";
+  if (scales.info == nullptr)
+    throw Error(where(values), std::string("is ") + format + " but the file has no '" + printable(name) + "'",
+                "a quantized weight needs its scales; was the file written by ordo quantize?");
+  if (scales.info->dtype != dtype)
+    throw Error(where(scales), "has dtype " + std::string(dtype_name(scales.info->dtype)) + ", expected " +
+                                   std::string(dtype_name(dtype)) + " (" + format + " scales)");
+  const bool per_row = dtype == DType::F32 && group == cols;
+  const Shape want = per_row ? Shape{rows} : Shape{rows, cols / group};
+  check_shape(scales, want,
+              to_string(want) + (per_row ? " (one scale per row)" : " (rows x cols/group_size=" + std::to_string(group) + ")"));
+  const T* data = aligned<T>(scales, copies);
+  const auto count = static_cast<std::size_t>(element_count(want));
+  for (std::size_t i = 0; i < count; ++i) {
+    const float scale = dtype == DType::F32 ? static_cast<float>(data[i]) : half_to_float(static_cast<std::uint16_t>(data[i]));
+    if (!(scale > 0.0f) || !std::isfinite(scale))
+      throw Error(where(scales), "scale " + std::to_string(i) + " is " + std::to_string(scale) + ", and every scale must be finite and > 0",
+                  "the file is broken: ordo quantize never writes such a scale");
+  }
+  return data;
+}
+
+// The group size of config.json, checked against this matrix's width.
+Index checked_group(const StoredTensor& values, const Quantization& q, Index cols) {
+  const Index group = q.group_for(cols);
+  if (cols % group != 0)
+    throw Error(where(values), "has rows of " + std::to_string(cols) + " weights, which quantization.group_size=" +
+                                   std::to_string(q.group_size) + " does not divide",
+                "config.json does not belong to these weights");
+  return group;
+}
+
+void require_quantization(const StoredTensor& values, const Quantization& q, WeightFormat format) {
+  if (q.type != format)
+    throw Error(where(values), "has dtype " + std::string(dtype_name(values.info->dtype)) + " (" +
+                                   std::string(weight_format_name(format)) + " weights), but config.json's quantization is " +
+                                   (q.enabled() ? std::string(weight_format_name(q.type)) : std::string("not set")),
+                "config.json and the weights must agree; ordo quantize writes both");
+}
+
+}  // namespace
+
+WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, StoredTensor scales,
+                                const Quantization& quantization, std::vector<std::vector<std::byte>>& copies) {
+  const Index rows = spec.shape[0], cols = spec.shape[1];
+  const DType dtype = values.info->dtype;
+  if (dtype != DType::I8 && dtype != DType::U8 && scales.info != nullptr)
+    throw Error(where(scales), "is a scale of '" + printable(values.info->name) + "', which is " +
+                                   std::string(dtype_name(dtype)) + ", not quantized",
+                "the file is inconsistent: remove the scale, or quantize the weight");
+  switch (dtype) {
+    case DType::F16:
+    case DType::BF16: {
+      check_shape(values, spec.shape, spec.shape_meaning);
+      const std::uint16_t* data = aligned<std::uint16_t>(values, copies);
+      const auto count = static_cast<std::size_t>(rows * cols);
+      if (dtype == DType::F16)
+        check_finite_16<0x7c00>(values, data, count);
+      else
+        check_finite_16<0x7f80>(values, data, count);
+      return WeightMatrix::half(dtype == DType::F16 ? WeightFormat::F16 : WeightFormat::BF16, data, rows, cols);
+    }
+    case DType::I8: {
+      require_quantization(values, quantization, WeightFormat::Int8);
+      check_shape(values, spec.shape, spec.shape_meaning + " (int8)");
+      const Index group = checked_group(values, quantization, cols);
+      const float* s = checked_scales<float>(values, scales, DType::F32, spec, group, copies);
+      return WeightMatrix::int8(reinterpret_cast<const std::int8_t*>(values.info->bytes.data()), s, rows, cols, group);
+    }
+    case DType::U8: {
+      require_quantization(values, quantization, WeightFormat::Int4);
+      if (cols % kInt4Run != 0)
+        throw Error(where(values), "is int4, but its rows have " + std::to_string(cols) + " weights, not a multiple of 32",
+                    "int4 packs runs of 32 weights; this model cannot be int4");
+      // Built with append: g++ 12's -Wrestrict misfires on "[" + std::string (GCC bug 105329).
+      std::string meaning = to_string(Shape{rows, cols / 2});
+      meaning.append(" (int4: two weights a byte of ").append(spec.shape_meaning).append(")");
+      check_shape(values, Shape{rows, cols / 2}, meaning);
+      const Index group = checked_group(values, quantization, cols);
+      const std::uint16_t* s = checked_scales<std::uint16_t>(values, scales, DType::F16, spec, group, copies);
+      return WeightMatrix::int4(reinterpret_cast<const std::uint8_t*>(values.info->bytes.data()), s, rows, cols, group);
+    }
+    default:
+      throw Error(where(values), "has dtype " + std::string(dtype_name(dtype)) + ", which a weight matrix cannot have",
+                  "ordo reads F32, F16, BF16, and I8 / U8 (int4) with quantization in config.json");
+  }
+}
+
+}  // namespace ordo
