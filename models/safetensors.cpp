@@ -393,7 +393,20 @@ SafetensorsFile SafetensorsFile::validate(const std::filesystem::path& path, std
          {data + entry.begin, static_cast<std::size_t>(entry.end - entry.begin)}});
   result.index_.reserve(result.tensors_.size());
   for (std::size_t i = 0; i < result.tensors_.size(); ++i) result.index_.emplace(result.tensors_[i].name, i);
-  result.mapping_ = std::move(mapping);
+  result.owner_ = std::move(mapping);
+  return result;
+}
+
+SafetensorsFile SafetensorsFile::from_checked_tensors(const std::filesystem::path& path, std::shared_ptr<const void> owner,
+                                                      std::vector<TensorInfo> tensors) {
+  SafetensorsFile result;
+  result.path_ = path;
+  result.owner_ = std::move(owner);
+  result.tensors_ = std::move(tensors);
+  result.index_.reserve(result.tensors_.size());
+  for (std::size_t i = 0; i < result.tensors_.size(); ++i)
+    if (!result.index_.emplace(result.tensors_[i].name, i).second)
+      throw Error(tensor_where(path, result.tensors_[i].name), "appears twice");
   return result;
 }
 

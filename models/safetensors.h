@@ -45,6 +45,12 @@ class SafetensorsFile {
   // A file already in memory (received, embedded, or a fuzzer's input), validated
   // exactly as open() validates one on disk; `name` stands for its path in messages.
   static SafetensorsFile from_bytes(std::vector<std::byte> bytes, const std::filesystem::path& name);
+  // Tensors another reader has read and checked (a pytorch_model.bin: models/torch_bin.h),
+  // served as a safetensors file's are: each TensorInfo's bytes lie in memory that
+  // `owner` keeps alive, and their names are unique. Tensors may share bytes (a tied
+  // weight saved once and named twice).
+  static SafetensorsFile from_checked_tensors(const std::filesystem::path& path, std::shared_ptr<const void> owner,
+                                              std::vector<TensorInfo> tensors);
 
   const std::filesystem::path& path() const { return path_; }
   // In file order (by offset).
@@ -64,7 +70,7 @@ class SafetensorsFile {
   static SafetensorsFile validate(const std::filesystem::path& path, std::shared_ptr<const Mapping> mapping,
                                   std::uint64_t file_size);
   std::filesystem::path path_;
-  std::shared_ptr<const Mapping> mapping_;
+  std::shared_ptr<const void> owner_;  // the Mapping, or what from_checked_tensors() was given
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, std::size_t> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;

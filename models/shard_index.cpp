@@ -9,6 +9,7 @@
 #include "engine/printable.h"
 #include "engine/regular_file.h"
 #include "models/json_message.h"
+#include "models/torch_bin.h"
 
 namespace ordo {
 
@@ -46,20 +47,21 @@ void check_shard_name(const fs::path& index, const std::string& tensor, const st
 
 }  // namespace
 
+fs::path weights_entry_file(const fs::path& directory) {
+  for (const char* name : {kSingleWeightsFile, kShardIndexFile, kTorchWeightsFile, kTorchShardIndexFile})
+    if (exists_quietly(directory / name)) return directory / name;
+  return directory / kSingleWeightsFile;
+}
+
 std::vector<SafetensorsFile> open_weight_files(const fs::path& directory) {
-  const fs::path single = directory / kSingleWeightsFile;
-  const fs::path index_path = directory / kShardIndexFile;
-  if (exists_quietly(single) || !exists_quietly(index_path)) {
-    // Many Hugging Face repositories (most opus-mt ones) publish only the pickle.
-    if (!exists_quietly(single) && exists_quietly(directory / "pytorch_model.bin"))
-      throw Error((directory / "pytorch_model.bin").string(),
-                  "is a PyTorch pickle, and ordo reads weights only from model.safetensors (or its shards)",
-                  "convert it once with safetensors' convert script, or download the repository's "
-                  "model.safetensors when it has one");
+  const fs::path index_path = weights_entry_file(directory);
+  const std::string entry = index_path.filename().string();
+  if (entry == kSingleWeightsFile || entry == kTorchWeightsFile) {
     std::vector<SafetensorsFile> files;
-    files.push_back(SafetensorsFile::open(single));
+    files.push_back(entry == kSingleWeightsFile ? SafetensorsFile::open(index_path) : open_torch_bin(index_path));
     return files;
   }
+  const auto open_shard = entry == kShardIndexFile ? &SafetensorsFile::open : &open_torch_bin;
 
   const nlohmann::json index = read_index(index_path);
   const std::string where = index_path.string();
@@ -88,7 +90,7 @@ std::vector<SafetensorsFile> open_weight_files(const fs::path& directory) {
       throw Error(where, "names shard \"" + name + "\", which is not in " + directory.string(),
                   "the checkpoint is incomplete: download every shard");
     position = files.size();
-    files.push_back(SafetensorsFile::open(path));
+    files.push_back(open_shard(path));
     for (const TensorInfo& info : files.back().tensors()) {
       const auto [previous, fresh] = found_in.emplace(info.name, name);
       if (!fresh)

@@ -50,7 +50,7 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
     return {nullptr, nullptr};
   };
   store.source_ = store.files_.size() == 1 ? store.files_.front().path().string()
-                                           : (directory / kShardIndexFile).string();
+                                           : weights_entry_file(directory).string();
 
   // Every layer has tensors of its own, so the files bound the layer count. Checked
   // before the name table is expanded: a config claiming a million layers fails here
@@ -69,6 +69,9 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
   bounded("decoder_layers", "num_hidden_layers", config.decoder_layers);
 
   std::set<std::string> expected;
+  // A pytorch_model.bin names a tied weight once per module that holds it (lm_head.weight
+  // and model.shared.weight, one storage): such a name is the tie itself, not an unused tensor.
+  std::set<std::pair<const std::byte*, std::size_t>> bound_bytes;
   for (const TensorSpec& spec : expected_tensors(config)) {
     expected.insert(spec.name);
     const auto [file, info] = find(spec.name);
@@ -83,6 +86,7 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
         store.bound_[spec.name] = TensorView();
       continue;
     }
+    if (!info->bytes.empty()) bound_bytes.emplace(info->bytes.data(), info->bytes.size());
     if (spec.matrix && info->dtype != DType::F32) {
       const auto [scale_file, scale_info] = find(scale_tensor_name(spec.name));
       if (scale_info != nullptr) expected.insert(scale_info->name);
@@ -115,7 +119,8 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
   }
   for (const SafetensorsFile& file : store.files_)
     for (const TensorInfo& info : file.tensors())
-      if (!expected.contains(info.name)) store.unused_.push_back(info.name);
+      if (!expected.contains(info.name) && !bound_bytes.contains({info.bytes.data(), info.bytes.size()}))
+        store.unused_.push_back(info.name);
   return store;
 }
 

@@ -1,5 +1,5 @@
-// The weights of one model: its safetensors file (or shards, models/shard_index.h)
-// checked against the family's tensor table.
+// The weights of one model: its safetensors file (or shards, models/shard_index.h, or a
+// pytorch_model.bin, models/torch_bin.h) checked against the family's tensor table.
 //
 // load() verifies, before anything is bound, that every required tensor is present
 // with the expected shape and dtype. Weight matrices (linears, embeddings, the output

@@ -303,11 +303,13 @@ TEST(Marian, GenerationConfigSuppliesTheDefaults) {
   fs::remove_all(dir);
 }
 
-TEST(Marian, APickleOnlyDirectorySaysWhatToDo) {
+// A directory with only pytorch_model.bin is read (tests/test_torch_bin.cpp); a file of
+// another format under that name is refused by name.
+TEST(Marian, ASafetensorsFileNamedPytorchModelBinIsRefusedByName) {
   const fs::path dir = random_marian();
   fs::rename(dir / "model.safetensors", dir / "pytorch_model.bin");
   EXPECT_THAT(error_of([&] { LoadedModel::load(dir); }),
-              HasSubstr("pytorch_model.bin: is a PyTorch pickle, and ordo reads weights only from model.safetensors"));
+              HasSubstr("pytorch_model.bin: is not the zip archive torch.save writes (it starts with 0x"));
   fs::remove_all(dir);
 }
 

@@ -6,7 +6,9 @@
 Writes DIR/<name>/{config.json, model.safetensors, reference.json} for every
 position encoding x {post-norm, pre-norm} x {F32, F16, BF16} (42 models), and
 DIR/index.json {"seed": ..., "min_greedy_margin": ..., "models": [names],
-"generation_models": [names]} (see GENERATION MODELS below).
+"generation_models": [names], "marian_models": [names], "torch_bin_models": {twin:
+name}} (see GENERATION MODELS below, and MARIAN_MODELS; each Marian model has a twin
+DIR/<name>-bin whose weights torch.save wrote as pytorch_model.bin, write_torch_bin_twin).
 
 Model names are <positions>-<norm>-<dtype>, positions one of sin (interleaved,
 vaswani), sin-split (split, vaswani), sin-t2t (tensor2tensor frequencies; split layout
@@ -112,6 +114,7 @@ import hashlib
 import json
 import math
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -127,6 +130,8 @@ from ordo_torch import (  # noqa: E402
 from ordo_torch.t5 import T5ForConditionalGeneration  # noqa: E402
 from ordo_torch.t5_dirs import (T5TokenizerOracle, load_t5_dir, save_t5_dir,  # noqa: E402
                                 t5_generation_config, write_t5_tokenizer)
+from ordo_torch.marian_dirs import hf_tied_aliases  # noqa: E402
+from ordo_torch.model_dirs import read_weight_files  # noqa: E402
 
 ORACLE_DTYPE = torch.float64  # see THE ORACLE COMPUTES IN FLOAT64 above
 MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
@@ -716,10 +721,10 @@ def tokenization_reference(directory: Path) -> list:
             + [{"text": t, "as": "target", "ids": oracle.encode_target(t)} for t in TOKENIZATION_TARGETS])
 
 
-def write_marian_model(out: Path, name: str, seed: int) -> list:
+def write_marian_model(out: Path, name: str, seed: int):
     """Builds, writes and checks one Marian model directory (tokenizer files,
     config.json, generation_config.json, weights, reference.json with the encoder-decoder
-    cases plus "tokenization"); returns its beam min_margins."""
+    cases plus "tokenization"); returns its beam min_margins and the model."""
     overrides, dtype, shards, positions, separate = MARIAN_MODELS[name]
     model_dir = out / name
     sources, targets = corpus_sides()
@@ -752,7 +757,36 @@ def write_marian_model(out: Path, name: str, seed: int) -> list:
     (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False, ensure_ascii=False) + "\n")
     note = f" (attempt {attempt})" if attempt else ""
     print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
-    return [entry["min_margin"] for entry in after["beam"]]
+    return [entry["min_margin"] for entry in after["beam"]], model
+
+
+def write_torch_bin_twin(out: Path, name: str, model: MarianMTModel) -> str:
+    """The directory `name`-bin: Marian model `name`'s files with its weights saved by
+    torch.save instead, as transformers saved them before safetensors: pytorch_model.bin
+    (or, for a sharded model, the same runs as pytorch_model-0000i-of-0000N.bin and
+    pytorch_model.bin.index.json), each a state_dict() with its `_metadata` and the tied
+    names transformers' model lists (hf_tied_aliases) sharing storage. The C++ test loads
+    both directories and wants bit-identical outputs. Returns the twin's name."""
+    _, dtype, shards, _, _ = MARIAN_MODELS[name]
+    twin = f"{name}-bin"
+    shutil.rmtree(out / twin, ignore_errors=True)
+    shutil.copytree(out / name, out / twin, ignore=shutil.ignore_patterns(
+        "*.safetensors", "model.safetensors.index.json", "reference.json"))
+    save_marian_dir(model, out / twin, dtype=dtype, shards=shards,
+                    generation=marian_generation_config(model.config), weights_format="bin")
+    # What torch itself loads from the twin (weights_only: no code runs) is exactly what
+    # the safetensors hold, tied names aside.
+    _, want = read_weight_files(out / name)
+    got = {}
+    for file in sorted((out / twin).glob("*.bin")):
+        got.update(torch.load(file, weights_only=True))
+    aliases = hf_tied_aliases(model.config)
+    if set(got) != set(want) | set(aliases) or any(
+            got[k].dtype != v.dtype or not torch.equal(got[k], v) for k, v in want.items()):
+        raise RuntimeError(f"{twin}: torch.load gives other tensors than {name}'s safetensors")
+    print(f"{twin}: {len(got)} tensors ({len(aliases)} tied names) in "
+          f"{len(list((out / twin).glob('*.bin')))} pytorch_model file(s)", flush=True)
+    return twin
 
 
 # ----------------------------------------------------------------------------------------
@@ -1020,9 +1054,12 @@ def main(argv=None) -> int:
                                                    args.seed))
         generation_names.append(name)
     marian_names = []
+    torch_bin_models = {}
     for name in MARIAN_MODELS:
-        beam_margins.extend(write_marian_model(args.out, name, args.seed))
+        margins, model = write_marian_model(args.out, name, args.seed)
+        beam_margins.extend(margins)
         marian_names.append(name)
+        torch_bin_models[write_torch_bin_twin(args.out, name, model)] = name
     m2m100_names = []
     for name in M2M100_MODELS:
         beam_margins.extend(write_m2m100_model(args.out, name, args.seed))
@@ -1033,7 +1070,8 @@ def main(argv=None) -> int:
         t5_names.append(name)
     index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names,
              "generation_models": generation_names, "marian_models": marian_names,
-             "m2m100_models": m2m100_names, "t5_models": t5_names}
+             "m2m100_models": m2m100_names, "t5_models": t5_names,
+             "torch_bin_models": torch_bin_models}
     (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
     print(f"{len(names)} + {len(generation_names)} + {len(marian_names)} + {len(m2m100_names)} + {len(t5_names)} "
           f"models in {args.out} "

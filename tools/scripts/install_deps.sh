@@ -11,10 +11,11 @@ set -euo pipefail
 # libpng, FreeType, fontconfig and a font: the pictures of ordo viz (tools/viz/font.h).
 # pybind11, the Python headers and NumPy: the Python bindings (tools/python/), built by default.
 # cpp-httplib: ordo serve's HTTP server (and its tests' client).
+# libzip: the zip torch.save writes (pytorch_model.bin).
 packages=(build-essential cmake pkg-config libopenblas-dev libsentencepiece-dev sentencepiece
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
           libpng-dev libfreetype-dev libfontconfig-dev fonts-dejavu-core
-          python3-dev pybind11-dev python3-pybind11 python3-numpy libcpp-httplib-dev)
+          python3-dev pybind11-dev python3-pybind11 python3-numpy libcpp-httplib-dev libzip-dev)
 for flag in "$@"; do
   case "$flag" in
     # tmux: the progress bar's test reads a real terminal's screen.

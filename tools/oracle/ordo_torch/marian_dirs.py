@@ -24,21 +24,40 @@ _SAVED_EXTRAS = {"architectures": ["MarianMTModel"], "transformers_version": "4.
 SPECIAL_PIECES = ("</s>", "<unk>")  # ids 0 and 1 of every Marian vocab.json; <pad> is last
 
 
+def hf_tied_aliases(config: dict) -> dict:
+    """The names transformers' MarianMTModel.state_dict() lists besides the ones this
+    oracle's model has, each tied to (the same tensor as) another: both stacks'
+    embed_tokens are model.shared.weight when shared, and lm_head.weight is the decoder's
+    table when tied. save_pretrained leaves them out of model.safetensors; a
+    pytorch_model.bin saved with torch.save(model.state_dict()) holds them."""
+    cfg = marian_config(config)
+    aliases = {}
+    if cfg["share_encoder_decoder_embeddings"]:
+        aliases["model.encoder.embed_tokens.weight"] = "model.shared.weight"
+        aliases["model.decoder.embed_tokens.weight"] = "model.shared.weight"
+    if cfg["tie_word_embeddings"]:
+        aliases["lm_head.weight"] = ("model.shared.weight" if cfg["share_encoder_decoder_embeddings"]
+                                     else "model.decoder.embed_tokens.weight")
+    return aliases
+
+
 def save_marian_dir(model: MarianMTModel, out_dir, dtype: str = "F32", shards: int = 1,
-                    generation: Optional[dict] = None) -> None:
+                    generation: Optional[dict] = None, weights_format: str = "safetensors") -> None:
     """config.json (every MarianConfig key, torch_dtype, architectures), model.safetensors
     (or `shards` shards and the index) with the state_dict in `dtype` (the model is
     rounded to it first), and generation_config.json = `generation` when given (with
     transformers' own keys). Tied tensors are saved once, as save_pretrained does: the
     state_dict already holds each of them once (model.shared.weight, no lm_head when
-    tied)."""
+    tied). weights_format "bin": pytorch_model.bin (or its shards and
+    pytorch_model.bin.index.json) instead, written by torch.save as transformers wrote
+    them before safetensors, with the tied names of hf_tied_aliases sharing storage."""
     round_weights_(model, dtype)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = dict(model.config, torch_dtype=_TORCH_DTYPE_NAMES[dtype], **_SAVED_EXTRAS)
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     tensors = {k: v.detach().to(_SAVE_DTYPES[dtype]) for k, v in model.state_dict().items()}
-    write_weight_files(out, tensors, shards)
+    write_weight_files(out, tensors, shards, weights_format, hf_tied_aliases(model.config))
     if generation is not None:
         doc = dict(generation, _from_model_config=False, transformers_version="4.44.0")
         (out / "generation_config.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
@@ -162,5 +181,5 @@ def marian_generation_config(config: dict, num_beams: int = 4, max_length: int =
             "num_beams": num_beams, "pad_token_id": cfg["pad_token_id"]}
 
 
-__all__ = ["MARIAN_DEFAULTS", "save_marian_dir", "load_marian_dir", "write_marian_tokenizer",
+__all__ = ["MARIAN_DEFAULTS", "save_marian_dir", "hf_tied_aliases", "load_marian_dir", "write_marian_tokenizer",
            "MarianTokenizerOracle", "marian_generation_config", "train_spm", "marian_vocab"]

@@ -6,6 +6,7 @@ holds."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import List, Optional
 
@@ -122,16 +123,11 @@ def save_llama_dir(model: LlamaModel, out_dir, dtype: str = "F32", shards: int =
     write_weight_files(out, tensors, shards)
 
 
-def write_weight_files(out: Path, tensors: dict, shards: int) -> None:
-    """tensors (name -> tensor, in order) as Hugging Face writes them: shards=1:
-    out/model.safetensors; shards=N>1: N contiguous runs of about equal bytes as
-    model-0000i-of-0000N.safetensors and model.safetensors.index.json (save_llama_dir's
-    docstring). Every file carries the metadata {"format": "pt"}."""
+def _shard_groups(tensors: dict, shards: int) -> List[List[str]]:
+    """The names of `tensors` (in order) cut into `shards` contiguous runs of about equal
+    bytes, none empty."""
     if not 1 <= shards <= len(tensors):
         raise ValueError(f"shards must be in [1, {len(tensors)}], got {shards}")
-    if shards == 1:
-        write_safetensors(out / "model.safetensors", tensors, metadata={"format": "pt"})
-        return
     names = list(tensors)
     sizes = [tensors[n].numel() * tensors[n].element_size() for n in names]
     total = sum(sizes)
@@ -147,13 +143,64 @@ def write_weight_files(out: Path, tensors: dict, shards: int) -> None:
         groups[-1].append(name)
         filled += size
     assert len(groups) == shards and all(groups)
+    return groups
+
+
+TORCH_WEIGHTS = "pytorch_model.bin"
+TORCH_INDEX = "pytorch_model.bin.index.json"
+
+
+def _save_torch_state_dict(path: Path, tensors: dict, names: List[str], aliases: dict) -> None:
+    """torch.save of a state dict as nn.Module.state_dict() makes one: an OrderedDict
+    with a `_metadata` attribute (pickled by BUILD), each alias (name -> the name it is
+    tied to) the very tensor it aliases, so both names share one storage."""
+    state = OrderedDict((n, tensors[n]) for n in names)
+    for alias, target in aliases.items():
+        if target in state:
+            state[alias] = state[target]
+    state._metadata = OrderedDict([("", {"version": 1})])
+    torch.save(state, path)
+
+
+def write_weight_files(out: Path, tensors: dict, shards: int, weights_format: str = "safetensors",
+                       aliases: Optional[dict] = None) -> None:
+    """tensors (name -> tensor, in order) as Hugging Face writes them.
+
+    weights_format "safetensors": shards=1: out/model.safetensors; shards=N>1: N
+    contiguous runs of about equal bytes as model-0000i-of-0000N.safetensors and
+    model.safetensors.index.json (save_llama_dir's docstring). Every file carries the
+    metadata {"format": "pt"}.
+
+    weights_format "bin", as transformers saved checkpoints before safetensors:
+    torch.save of the state dict as out/pytorch_model.bin, or the same runs as
+    pytorch_model-0000i-of-0000N.bin and pytorch_model.bin.index.json. `aliases` (name ->
+    the name it is tied to, as a module's state_dict() lists a tied weight under each of
+    its modules) are saved too, each in the file of the tensor it aliases, sharing its
+    storage."""
+    if weights_format not in ("safetensors", "bin"):
+        raise ValueError(f"weights_format must be safetensors or bin, got {weights_format!r}")
+    aliases = aliases or {}
+    groups = _shard_groups(tensors, shards)
+    if weights_format == "bin" and shards == 1:
+        _save_torch_state_dict(out / TORCH_WEIGHTS, tensors, groups[0], aliases)
+        return
+    if shards == 1:
+        write_safetensors(out / "model.safetensors", tensors, metadata={"format": "pt"})
+        return
     weight_map = {}
     for i, group in enumerate(groups, start=1):
-        file = _shard_name(i, shards)
-        write_safetensors(out / file, {n: tensors[n] for n in group}, metadata={"format": "pt"})
+        if weights_format == "bin":
+            file = f"pytorch_model-{i:05d}-of-{shards:05d}.bin"
+            _save_torch_state_dict(out / file, tensors, group, aliases)
+            weight_map.update({a: file for a, target in aliases.items() if target in group})
+        else:
+            file = _shard_name(i, shards)
+            write_safetensors(out / file, {n: tensors[n] for n in group}, metadata={"format": "pt"})
         weight_map.update({n: file for n in group})
+    total = sum(t.numel() * t.element_size() for t in tensors.values())
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-    (out / LLAMA_INDEX).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    index_name = TORCH_INDEX if weights_format == "bin" else LLAMA_INDEX
+    (out / index_name).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
 
 
 def read_weight_files(path: Path):

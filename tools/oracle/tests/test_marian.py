@@ -15,7 +15,7 @@ from torch import nn
 
 from oracle_fixtures import close  # noqa: F401  (sets float64 and one thread)
 from ordo_torch import (MarianMTModel, MarianTokenizerOracle, load_marian_dir, marian_positions,
-                        save_marian_dir, sinusoidal_positions, write_marian_tokenizer)
+                        read_safetensors, save_marian_dir, sinusoidal_positions, write_marian_tokenizer)
 from ordo_torch.marian import MarianDecoderLayer, MarianEncoderLayer
 
 CFG = dict(vocab_size=30, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
@@ -147,6 +147,36 @@ class MarianFilesTest(unittest.TestCase):
                 self.assertIn(key, config)
             loaded = load_marian_dir(d, torch.float64)
         self.assertEqual(model.score([3, 4, 5, 0], [6, 7, 0]), loaded.score([3, 4, 5, 0], [6, 7, 0]))
+
+    def test_a_torch_save_twin_holds_the_same_tensors_and_the_ties(self):
+        model = randomize_(MarianMTModel(dict(CFG, scale_embedding=True)), 7)
+        for shards in (1, 3):
+            with self.subTest(shards=shards), tempfile.TemporaryDirectory() as a, \
+                    tempfile.TemporaryDirectory() as b:
+                save_marian_dir(model, a, dtype="F16", shards=shards)
+                save_marian_dir(model, b, dtype="F16", shards=shards, weights_format="bin")
+                self.assertFalse(list(Path(b).glob("*.safetensors")))
+                files = sorted(Path(b).glob("*.bin"))
+                self.assertEqual(len(files), shards)
+                state = {}
+                for file in files:
+                    part = torch.load(file, weights_only=True)
+                    self.assertEqual(part._metadata, {"": {"version": 1}})  # a state_dict() as saved
+                    state.update(part)
+                saved = {}
+                for file in Path(a).glob("*.safetensors"):
+                    saved.update(read_safetensors(file))
+                aliases = {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}
+                self.assertEqual(set(state), set(saved) | aliases)
+                for name, tensor in saved.items():
+                    self.assertEqual(state[name].dtype, torch.float16)
+                    self.assertTrue(torch.equal(state[name], tensor), name)
+                for alias in aliases:  # one storage, as the tie in transformers' module
+                    self.assertEqual(state[alias].data_ptr(), state["model.shared.weight"].data_ptr())
+                if shards > 1:
+                    index = json.loads((Path(b) / "pytorch_model.bin.index.json").read_text())
+                    self.assertEqual(set(index["weight_map"]), set(state))
+                    self.assertEqual(set(index["weight_map"].values()), {f.name for f in files})
 
     def test_batches_equal_single_sequences(self):
         model = randomize_(MarianMTModel(dict(CFG, activation_function="swish")), 6)
