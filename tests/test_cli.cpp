@@ -63,7 +63,7 @@ TEST_F(Cli, UsageErrorsAreOneLineWithAPointerToHelp) {
   r = run_ordo("frobnicate");
   expect_one_line_error(r);
   EXPECT_NE(r.err.find("unknown command 'frobnicate' (commands: translate, generate, score, inspect, compare, eval, "
-                       "bench, viz, models, tokenize, detokenize, serve)"),
+                       "bench, viz, models, tokenize, detokenize, serve, quantize)"),
             std::string::npos)
       << r.err;
 
