@@ -71,14 +71,21 @@ void dequantize_row_portable(const WeightMatrix& w, Index r, float* out) {
   }
 }
 
-// The definition every path must agree with bit for bit: the row converted to float32
-// (dequantize_row_portable), then the float32 kernel's sum, one product at a time.
-float dot_portable(const WeightMatrix& w, Index r, const float* x) {
+// Row r as float32 in a per-thread buffer (valid until the thread's next call): for the
+// paths that convert first, then sum.
+const float* converted_row(const WeightMatrix& w, Index r) {
   thread_local std::vector<float> row;
   row.resize(static_cast<std::size_t>(w.cols()));
   dequantize_row_portable(w, r, row.data());
+  return row.data();
+}
+
+// The definition every path must agree with bit for bit: the row converted to float32
+// (dequantize_row_portable), then the float32 kernel's sum, one product at a time.
+float dot_portable(const WeightMatrix& w, Index r, const float* x) {
+  const float* row = converted_row(w, r);
   float sum = 0.0f;
-  for (Index k = 0; k < w.cols(); ++k) sum += row[static_cast<std::size_t>(k)] * x[k];
+  for (Index k = 0; k < w.cols(); ++k) sum += row[k] * x[k];
   return sum;
 }
 
@@ -238,11 +245,8 @@ ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
     case WeightFormat::Int4: return dot_int4(row_of<std::uint8_t>(w, r), scales_of<std::uint16_t>(w, r), w.group(), x, cols);
     case WeightFormat::F32: break;
   }
-  thread_local std::vector<float> row;
-  row.resize(static_cast<std::size_t>(cols));
-  dequantize_row_portable(w, r, row.data());
   float sum;
-  matvec(row.data(), 1, cols, cols, x, &sum, 1.0f, 0.0f);
+  matvec(converted_row(w, r), 1, cols, cols, x, &sum, 1.0f, 0.0f);
   return sum;
 }
 
@@ -285,10 +289,8 @@ ORDO_AVX2 void dequantize_row_avx2(const WeightMatrix& w, Index r, float* out) {
     case WeightFormat::F32: break;
   }
   if (k < cols) {  // the tail, from the definition
-    thread_local std::vector<float> row;
-    row.resize(static_cast<std::size_t>(cols));
-    dequantize_row_portable(w, r, row.data());
-    for (; k < cols; ++k) out[k] = row[static_cast<std::size_t>(k)];
+    const float* row = converted_row(w, r);
+    for (; k < cols; ++k) out[k] = row[k];
   }
 }
 
