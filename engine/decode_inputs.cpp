@@ -44,11 +44,7 @@ DecodeWorkspace::~DecodeWorkspace() = default;
 DecodeWorkspace::DecodeWorkspace(DecodeWorkspace&&) noexcept = default;
 DecodeWorkspace& DecodeWorkspace::operator=(DecodeWorkspace&&) noexcept = default;
 
-namespace {
-
-// The encoder output of a batch of checked sources, padded to the longest, into
-// `buffers.memory`.
-void encode_into(const Transformer& model, std::span<const std::vector<int>> sources,
+void encode_sources(const Transformer& model, std::span<const std::vector<int>> sources,
                  DecodeWorkspace::Buffers& buffers) {
   if (!model.encoder) throw Error("encoder", "this model is decoder-only: it has no encoder");
   EncodedBatch& out = buffers.memory;
@@ -68,8 +64,6 @@ void encode_into(const Transformer& model, std::span<const std::vector<int>> sou
                         buffers.encoder, out.states);
 }
 
-}  // namespace
-
 // Opens one live sequence per request (encoding the sources of an encoder-decoder
 // model first), with room for max_sequences of max_steps tokens.
 void start_decoder(const Transformer& model, std::span<const std::vector<int>> sources, Index requests,
@@ -79,7 +73,7 @@ void start_decoder(const Transformer& model, std::span<const std::vector<int>> s
   if (model.decoder_only()) {
     model.decoder.start(buffers.state, buffers.source_of, max_sequences, max_steps);
   } else {
-    encode_into(model, sources, buffers);
+    encode_sources(model, sources, buffers);
     model.decoder.start(buffers.state, buffers.memory, buffers.source_of, max_sequences, max_steps);
   }
 }
@@ -125,7 +119,7 @@ void check_source(const Transformer& model, std::span<const int> source) {
 
 EncodedBatch encode_batch(const Transformer& model, std::span<const std::vector<int>> sources) {
   DecodeWorkspace workspace;
-  encode_into(model, sources, workspace.buffers());
+  encode_sources(model, sources, workspace.buffers());
   return std::move(workspace.buffers().memory);
 }
 

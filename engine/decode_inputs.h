@@ -48,17 +48,6 @@ struct DecodeWorkspace::Buffers {
   std::vector<Index> source_of;
   std::vector<int> inputs;      // the forced decoder inputs, padded [B*T]
   std::vector<Index> input_lengths;
-  // Search, per live sequence: score; [slots, width] histories of the context (prefix,
-  // then generated ids) and of the generated tokens' log-probs; this step's survivors
-  // (parent, new token, its log-prob); candidates.
-  std::vector<double> scores, next_scores;
-  std::vector<int> ids, next_ids;
-  std::vector<float> logprobs, next_logprobs;
-  std::vector<Index> parents;
-  std::vector<int> tokens, next_tokens;
-  std::vector<float> next_logprob;
-  std::vector<Candidate> candidates;
-  std::vector<int> order;  // [V] scratch
 };
 
 // Checks ids against a vocabulary before they reach an embedding lookup, so the error
@@ -81,6 +70,11 @@ std::vector<int> eos_ids(const SpecialTokens& tokens);
 
 // How many tokens the decoder reads before its first prediction for `request`.
 Index decoder_input_length(const Transformer& model, const DecodeRequest& request);
+
+// The encoder output of a batch of sources (each checked by check_source), padded to
+// the longest, into buffers.memory.
+void encode_sources(const Transformer& model, std::span<const std::vector<int>> sources,
+                    DecodeWorkspace::Buffers& buffers);
 
 // Opens one live sequence per request (encoding the sources of an encoder-decoder
 // model first, into buffers.memory), with room for max_sequences of max_steps tokens.

@@ -11,17 +11,6 @@
 
 namespace ordo {
 
-namespace {
-
-// Sizes a per-sequence vector, reserving the most it will hold so that later resizes
-// within a decode never allocate.
-void reset_vector(std::vector<Index>& v, Index size, Index most, Index value = 0) {
-  v.reserve(static_cast<std::size_t>(most));
-  v.assign(static_cast<std::size_t>(size), value);
-}
-
-}  // namespace
-
 void DecoderState::reorder(std::span<const Index> parents) {
   const Index count = static_cast<Index>(parents.size());
   if (count > max_sequences())
@@ -111,7 +100,12 @@ void Decoder::start(DecoderState& state, const EncodedBatch& memory,
   if (!layers_.empty() && !has_cross_attention())
     throw Error("decoder", "was given an encoder output, but this model is decoder-only",
                 "start it without memory");
-  open(state, &memory, source_of, max_sequences, max_steps);
+  check_memory(&memory, source_of);
+  if (source_of.empty() || max_sequences < static_cast<Index>(source_of.size()))
+    throw Error("decoder", "room for " + std::to_string(max_sequences) + " sequences asked for " +
+                               std::to_string(source_of.size()) + " starting ones");
+  clear(state, max_sequences, max_steps, memory.rows_per_source);
+  admit(state, &memory, source_of, max_steps);
 }
 
 void Decoder::start(DecoderState& state, std::span<const Index> source_of, Index max_sequences,
@@ -119,16 +113,19 @@ void Decoder::start(DecoderState& state, std::span<const Index> source_of, Index
   if (has_cross_attention())
     throw Error("decoder", "needs the encoder output of its sources (this is an encoder-decoder model)",
                 "encode the sources first");
-  open(state, nullptr, source_of, max_sequences, max_steps);
+  if (source_of.empty() || max_sequences < static_cast<Index>(source_of.size()))
+    throw Error("decoder", "room for " + std::to_string(max_sequences) + " sequences asked for " +
+                               std::to_string(source_of.size()) + " starting ones");
+  clear(state, max_sequences, max_steps);
+  admit(state, nullptr, source_of, max_steps);
 }
 
-void Decoder::open(DecoderState& state, const EncodedBatch* memory, std::span<const Index> source_of,
-                   Index max_sequences, Index max_steps) const {
-  check_length(max_steps);
-  const Index sequences = static_cast<Index>(source_of.size());
-  if (sequences == 0 || max_sequences < sequences)
-    throw Error("decoder", "room for " + std::to_string(max_sequences) + " sequences asked for " +
-                               std::to_string(sequences) + " starting ones");
+void Decoder::check_memory(const EncodedBatch* memory, std::span<const Index> source_of) const {
+  if (has_cross_attention() && memory == nullptr)
+    throw Error("decoder", "needs the encoder output of its sources (this is an encoder-decoder model)",
+                "encode the sources first");
+  if (!has_cross_attention() && memory != nullptr)
+    throw Error("decoder", "was given an encoder output, but this model is decoder-only", "start it without memory");
   const Index sources = memory != nullptr ? memory->sources() : std::numeric_limits<Index>::max();
   for (const Index source : source_of)
     if (source < 0 || source >= sources)
@@ -140,30 +137,38 @@ void Decoder::open(DecoderState& state, const EncodedBatch* memory, std::span<co
                                std::to_string(memory->states.cols()) + "] does not hold " +
                                std::to_string(memory->sources()) + " sources of " +
                                std::to_string(memory->rows_per_source) + " rows x " + std::to_string(dim()));
+}
 
+void Decoder::clear(DecoderState& state, Index max_sequences, Index max_steps, Index rows_per_source) const {
+  check_length(max_steps);
+  if (max_sequences < 1)
+    throw Error("decoder", "room for " + std::to_string(max_sequences) + " sequences", "ask for at least one");
   const auto layers = layers_.size();
   state.self_attention_.resize(layers);
-  state.cross_attention_.resize(memory != nullptr ? layers : 0);
+  state.cross_attention_.resize(has_cross_attention() ? layers : 0);
   for (std::size_t i = 0; i < layers; ++i) {
     state.self_attention_[i].reset(max_sequences, max_steps, layers_[i].self_attention.kv_dim());
-    if (memory == nullptr) continue;
-    const MultiHeadAttention& cross = layers_[i].cross_attention->attention;
-    state.cross_attention_[i].reset(memory->sources(), memory->rows_per_source, cross.kv_dim());
-    cross.project_memory(memory->states, state.cross_attention_[i]);
+    if (has_cross_attention())
+      state.cross_attention_[i].reset(0, rows_per_source, layers_[i].cross_attention->attention.kv_dim());
   }
-  if (memory != nullptr)
-    state.memory_lengths_ = memory->lengths;
-  else
-    state.memory_lengths_.clear();
-  state.slot_of_.reserve(static_cast<std::size_t>(max_sequences));
+  state.memory_lengths_.clear();
   state.slot_of_.clear();
-  for (Index s = 0; s < sequences; ++s) state.slot_of_.push_back(s);
-  reset_vector(state.steps_, sequences, max_sequences);
-  state.source_of_.reserve(static_cast<std::size_t>(max_sequences));
-  state.source_of_.assign(source_of.begin(), source_of.end());
-  reset_vector(state.ones_, max_sequences, max_sequences, 1);
-  for (auto* v : {&state.next_slot_of_, &state.next_steps_, &state.next_source_of_, &state.free_slots_})
-    reset_vector(*v, 0, max_sequences);
+  state.steps_.clear();
+  state.source_of_.clear();
+  state.capacity_ = 0;
+  grow(state, max_sequences, max_steps);
+  threads::prepare();
+}
+
+void Decoder::grow(DecoderState& state, Index max_sequences, Index max_steps) const {
+  if (state.self_attention_.size() != layers_.size()) return clear(state, max_sequences, max_steps);  // never sized
+  max_sequences = std::max(max_sequences, state.max_sequences());
+  max_steps = std::max(max_steps, state.capacity_);
+  for (KeyValueCache& cache : state.self_attention_) cache.grow(max_sequences, max_steps);
+  for (auto* v : {&state.slot_of_, &state.steps_, &state.source_of_, &state.next_slot_of_, &state.next_steps_,
+                  &state.next_source_of_, &state.free_slots_})
+    v->reserve(static_cast<std::size_t>(max_sequences));
+  state.ones_.assign(static_cast<std::size_t>(max_sequences), 1);
   state.slot_kept_.assign(static_cast<std::size_t>(max_sequences), 0);
 
   // Reserve the largest shapes a step() needs (one row per sequence): the step loop
@@ -180,9 +185,79 @@ void Decoder::open(DecoderState& state, const EncodedBatch* memory, std::span<co
   for (Matrix* m : {&state.attention_.queries, &state.attention_.context}) m->reserve(rows * widest_query);
   state.attention_.keys.reserve(rows * widest_kv);
   state.attention_.values.reserve(rows * widest_kv);
-  state.attention_.reserve_scores(std::max(max_steps, memory != nullptr ? memory->rows_per_source : 0));
+  const Index memory_rows = state.cross_attention_.empty() ? 0 : state.cross_attention_.front().capacity();
+  state.attention_.reserve_scores(std::max(max_steps, memory_rows));
   state.capacity_ = max_steps;
-  threads::prepare();
+}
+
+void Decoder::admit(DecoderState& state, const EncodedBatch* memory, std::span<const Index> source_of,
+                    Index max_steps) const {
+  check_length(max_steps);
+  check_memory(memory, source_of);
+  const Index joining = static_cast<Index>(source_of.size());
+  const Index live = state.sequences();
+  if (live + joining > state.max_sequences() || max_steps > state.capacity_ ||
+      state.self_attention_.size() != layers_.size())
+    grow(state, live + joining, max_steps);
+  if (memory != nullptr) {
+    bind_sources(state, *memory, source_of, state.joining_slots_);
+  } else {
+    state.joining_slots_.assign(source_of.begin(), source_of.end());
+  }
+  // Newcomers take self-attention slots no live sequence holds.
+  std::fill(state.slot_kept_.begin(), state.slot_kept_.end(), std::uint8_t{0});
+  for (const Index slot : state.slot_of_) state.slot_kept_[static_cast<std::size_t>(slot)] = 1;
+  Index slot = 0;
+  for (Index i = 0; i < joining; ++i) {
+    while (state.slot_kept_[static_cast<std::size_t>(slot)] != 0) ++slot;
+    state.slot_kept_[static_cast<std::size_t>(slot)] = 1;
+    state.slot_of_.push_back(slot);
+    state.steps_.push_back(0);
+    state.source_of_.push_back(state.joining_slots_[static_cast<std::size_t>(i)]);
+  }
+}
+
+void Decoder::bind_sources(DecoderState& state, const EncodedBatch& memory, std::span<const Index> source_of,
+                           std::vector<Index>& slots) const {
+  const Index sources = memory.sources();
+  if (state.sequences() == 0) {
+    // Nothing live: the caches become this batch's, projected in place (one GEMM per
+    // layer over the padded encoder output, as a batch decoded alone always had).
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      const MultiHeadAttention& cross = layers_[i].cross_attention->attention;
+      state.cross_attention_[i].reset(sources, memory.rows_per_source, cross.kv_dim());
+      cross.project_memory(memory.states, state.cross_attention_[i]);
+    }
+    state.memory_lengths_ = memory.lengths;
+    slots.assign(source_of.begin(), source_of.end());
+    state.attention_.reserve_scores(std::max(state.capacity_, memory.rows_per_source));
+    return;
+  }
+  // Live sequences read some source slots; the newcomers' sources take the others
+  // (grown when too few), projected on their own and copied in.
+  std::vector<std::uint8_t> used(static_cast<std::size_t>(state.cross_attention_.front().slots()), 0);
+  for (const Index source : state.source_of_) used[static_cast<std::size_t>(source)] = 1;
+  std::vector<Index> free;
+  for (Index s = 0; s < static_cast<Index>(used.size()); ++s)
+    if (used[static_cast<std::size_t>(s)] == 0) free.push_back(s);
+  Index total = static_cast<Index>(used.size());
+  while (static_cast<Index>(free.size()) < sources) free.push_back(total++);
+  state.memory_lengths_.resize(static_cast<std::size_t>(total), 0);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const MultiHeadAttention& cross = layers_[i].cross_attention->attention;
+    KeyValueCache& cache = state.cross_attention_[i];
+    cache.grow(total, memory.rows_per_source);
+    state.joining_.reset(sources, memory.rows_per_source, cross.kv_dim());
+    cross.project_memory(memory.states, state.joining_);
+    for (Index b = 0; b < sources; ++b)
+      cache.copy_slot(state.joining_, b, free[static_cast<std::size_t>(b)], memory.lengths[static_cast<std::size_t>(b)]);
+  }
+  for (Index b = 0; b < sources; ++b)
+    state.memory_lengths_[static_cast<std::size_t>(free[static_cast<std::size_t>(b)])] =
+        memory.lengths[static_cast<std::size_t>(b)];
+  slots.clear();
+  for (const Index source : source_of) slots.push_back(free[static_cast<std::size_t>(source)]);
+  state.attention_.reserve_scores(std::max(state.capacity_, state.cross_attention_.front().capacity()));
 }
 
 void Decoder::step(DecoderState& state, std::span<const int> tokens, Matrix& logits) const {
@@ -190,8 +265,16 @@ void Decoder::step(DecoderState& state, std::span<const int> tokens, Matrix& log
 }
 
 void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_per_sequence,
-                   std::span<const Index> lengths, Matrix& logits, Logits which) const {
-  const BatchRows rows{rows_per_sequence, state.steps_, lengths};
+                   std::span<const Index> lengths, Matrix& logits, Logits which, Index first) const {
+  if (first < 0 || first + static_cast<Index>(lengths.size()) > state.sequences())
+    throw Error("decoder", "feeding sequences " + std::to_string(first) + " .. " +
+                               std::to_string(first + static_cast<Index>(lengths.size()) - 1) + " of " +
+                               std::to_string(state.sequences()) + " live ones");
+  const auto fed = [&](const std::vector<Index>& v) {
+    return std::span<const Index>(v).subspan(static_cast<std::size_t>(first), lengths.size());
+  };
+  const std::span<const Index> steps = fed(state.steps_), slots = fed(state.slot_of_);
+  const BatchRows rows{rows_per_sequence, steps, lengths};
   check_batch_rows("decoder", rows, static_cast<Index>(tokens.size()));
   for (Index s = 0; s < rows.sequences(); ++s)
     if (rows.first_step(s) + rows.length(s) > state.capacity_)
@@ -203,14 +286,14 @@ void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_
   x.resize(rows.rows(), dim());
   embedding_.embed(tokens, rows, x);
 
-  const MemoryIndex memory{state.source_of_, state.memory_lengths_};
+  const MemoryIndex memory{fed(state.source_of_), state.memory_lengths_};
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const DecoderLayer& layer = layers_[i];
     state.attention_.layer = static_cast<Index>(i);  // for an observer of the probabilities
     ResidualScratch& residual = state.residual_;
     // Self-attention over the sequence so far: its keys and values are cached.
     ConstMatrixRef in = norm_before(x, layer.self_attention_norm, placement_, residual);
-    layer.self_attention.cached_self_attention(in, rows, state.self_attention_[i], state.slot_of_, state.attention_,
+    layer.self_attention.cached_self_attention(in, rows, state.self_attention_[i], slots, state.attention_,
                                                residual.delta);
     add_and_norm_after(x, layer.self_attention_norm, placement_, residual);
     // Cross-attention over the encoded source (encoder-decoder models).
@@ -241,7 +324,7 @@ void Decoder::feed(DecoderState& state, std::span<const int> tokens, Index rows_
   if (head_scale_ != 1.0f) ops::scale(out, head_scale_);  // T5's tied head
   logits.resize(out.rows(), vocab_size());
   ops::linear(out, output_, logits);
-  for (Index s = 0; s < rows.sequences(); ++s) state.steps_[static_cast<std::size_t>(s)] += rows.length(s);
+  for (Index s = 0; s < rows.sequences(); ++s) state.steps_[static_cast<std::size_t>(first + s)] += rows.length(s);
 }
 
 }  // namespace ordo

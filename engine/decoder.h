@@ -88,6 +88,8 @@ class DecoderState {
   // reorder()'s scratch, sized by start().
   std::vector<Index> next_slot_of_, next_steps_, next_source_of_, free_slots_;
   std::vector<std::uint8_t> slot_kept_;  // [slots]
+  KeyValueCache joining_;                // admit(): newcomers' sources, projected before their slots are known
+  std::vector<Index> joining_slots_;     // admit(): the source slot of each newcomer
   // Activations.
   Matrix hidden_;
   Matrix last_rows_;  // feed(LastRow): each sequence's last real row
@@ -116,6 +118,23 @@ class Decoder {
   void start(DecoderState& state, std::span<const Index> source_of, Index max_sequences,
              Index max_steps) const;
 
+  // Continuous batching: sequences join a live set between steps.
+  //
+  // clear() empties `state` and sizes it for max_sequences sequences of up to max_steps
+  // tokens (and, with cross-attention, sources of up to rows_per_source encoder rows).
+  // admit() appends one live sequence per entry of source_of, at step 0, after the live
+  // ones: with cross-attention source_of indexes `memory` (the newcomers' encoded
+  // sources, which take source slots no live sequence reads), without it memory is
+  // null and source_of names requests as start() does. The state grows as needed,
+  // keeping the live sequences' caches (a rare copy: a longer or a wider set than any
+  // before). Throws Error as start() does.
+  void clear(DecoderState& state, Index max_sequences, Index max_steps, Index rows_per_source = 0) const;
+  void admit(DecoderState& state, const EncodedBatch* memory, std::span<const Index> source_of,
+             Index max_steps) const;
+  // Room for at least max_sequences sequences of max_steps tokens, keeping the live
+  // ones (a beam search's newcomers branch into more sequences than admit() opens).
+  void grow(DecoderState& state, Index max_sequences, Index max_steps) const;
+
   // Bytes start() takes for max_sequences of max_steps tokens (KV caches, the
   // reserved step buffers) and, for `sources` encoded sources of rows_per_source rows,
   // cross-attention K/V: what a request is checked against before it allocates.
@@ -131,10 +150,13 @@ class Decoder {
     LastRow,   // [S, V]: each sequence's prediction after its last real token (a prompt)
   };
 
-  // Feeds up to T tokens to every live sequence: tokens [S*T], sequence s's first
-  // lengths[s] of them real (the rest padding, ignored; lengths[s] >= 1 for LastRow).
+  // Feeds up to T tokens to live sequences first .. first + S - 1 (S = lengths.size();
+  // by default every live sequence): tokens [S*T], sequence s's first lengths[s] of
+  // them real (the rest padding, ignored; lengths[s] >= 1 for LastRow). A set's
+  // newcomers are prefilled this way (first = the live ones before them).
   void feed(DecoderState& state, std::span<const int> tokens, Index rows_per_sequence,
-            std::span<const Index> lengths, Matrix& logits, Logits which = Logits::EveryRow) const;
+            std::span<const Index> lengths, Matrix& logits, Logits which = Logits::EveryRow,
+            Index first = 0) const;
 
   Index vocab_size() const { return output_.out_features(); }
   Index dim() const { return embedding_.dim(); }
@@ -149,8 +171,12 @@ class Decoder {
   void check_length(Index length) const;
 
  private:
-  void open(DecoderState& state, const EncodedBatch* memory, std::span<const Index> source_of,
-            Index max_sequences, Index max_steps) const;
+  // Throws unless `memory` holds the sources it claims and source_of indexes them.
+  void check_memory(const EncodedBatch* memory, std::span<const Index> source_of) const;
+  // Gives the newcomers' sources slots in the cross-attention caches and projects them
+  // there; returns each new sequence's source slot through `slots`.
+  void bind_sources(DecoderState& state, const EncodedBatch& memory, std::span<const Index> source_of,
+                    std::vector<Index>& slots) const;
 
   Embedding embedding_;
   std::vector<DecoderLayer> layers_;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/tensor.h"
 
@@ -26,6 +27,18 @@ class KeyValueCache {
     capacity_ = capacity;
     keys_.resize(slots * capacity, width);
     values_.resize(slots * capacity, width);
+  }
+
+  // Makes room for at least `slots` x `capacity` rows, keeping every slot's rows: a
+  // live set that admits a longer or one more sequence (continuous batching).
+  void grow(Index slots, Index capacity) {
+    slots = std::max(slots, slots_);
+    capacity = std::max(capacity, capacity_);
+    if (slots == slots_ && capacity == capacity_) return;
+    grow_matrix(keys_, slots, capacity);
+    grow_matrix(values_, slots, capacity);
+    slots_ = slots;
+    capacity_ = capacity;
   }
 
   Index slots() const { return slots_; }
@@ -52,12 +65,28 @@ class KeyValueCache {
     copy_rows(values_, from, to, rows);
   }
 
+  // The first `rows` rows of `other`'s slot `from` -> this cache's slot `to` (a source
+  // projected on its own, joining a live set).
+  void copy_slot(const KeyValueCache& other, Index from, Index to, Index rows) {
+    const ConstMatrixRef k = other.keys(from, 0, rows), v = other.values(from, 0, rows);
+    std::copy(k.data(), k.data() + rows * width(), keys(to, 0, rows).data());
+    std::copy(v.data(), v.data() + rows * width(), values(to, 0, rows).data());
+  }
+
  private:
   MatrixRef block(Matrix& m, Index slot, Index first, Index count) const {
     return MatrixRef(m.view()).row_block(slot * capacity_ + first, count);
   }
   ConstMatrixRef block(const Matrix& m, Index slot, Index first, Index count) const {
     return m.view().row_block(slot * capacity_ + first, count);
+  }
+  void grow_matrix(Matrix& m, Index slots, Index capacity) const {
+    Matrix grown(slots * capacity, m.cols());
+    for (Index slot = 0; slot < slots_; ++slot) {
+      const float* rows = m.data() + slot * capacity_ * m.cols();
+      std::copy(rows, rows + capacity_ * m.cols(), grown.data() + slot * capacity * m.cols());
+    }
+    m = std::move(grown);
   }
   void copy_rows(Matrix& m, Index from, Index to, Index rows) {
     const float* source = m.data() + from * capacity_ * m.cols();
