@@ -459,14 +459,25 @@ def plot(results, path):
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
     lm = results["language_modelling"]
     sizes = lm["sizes"]
+    # The scaling panels show 4.5-5.5, where the rows differ; above 1.15 x rope's
+    # perplexity at L a curve leaves the panel and its legend entry gives the values.
+    cap = None
+    if "rope" in lm["models"] and "perplexity" in lm["models"]["rope"]["perplexity"][str(sizes[0])]:
+        cap = 1.15 * lm["models"]["rope"]["perplexity"][str(sizes[0])]["perplexity"]
 
-    def curve(ax, entry, **style):
+    def curve(ax, entry, cap=None, **style):
         xs = [s for s in sizes if "perplexity" in entry["perplexity"][str(s)]]
-        ax.plot(xs, [entry["perplexity"][str(s)]["perplexity"] for s in xs], **style)
-        return xs
+        ys = [entry["perplexity"][str(s)]["perplexity"] for s in xs]
+        above = [f"{x / lm['window']:g}L {y:.2f}" for x, y in zip(xs, ys) if cap and y > cap]
+        if len(above) == len(ys):
+            style["label"] += f" (off scale: {min(ys):.2f}-{max(ys):.2f})"
+        elif above:
+            style["label"] += " (off scale: " + ", ".join(above) + ")"
+        ax.plot(xs, ys, **style)
+        return min(ys)
 
     panels = 1 + ("rope_scaling" in lm) + ("fine_tuned" in lm)
-    fig, axes = plt.subplots(1, panels, figsize=(6.2 * panels, 5), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(1, panels, figsize=(6.4 * panels, 6.4), dpi=110, squeeze=False)
     axes = axes[0]
     ax = axes[0]
     for scheme, entry in lm["models"].items():
@@ -479,44 +490,58 @@ def plot(results, path):
         ("rope", dict(color="black", marker="o", label="rope, no scaling")),
         ("alibi", dict(color="grey", marker="o", linestyle="--", label="alibi (reference)")))
         if scheme in lm["models"]]
+    lowest = []
     if "rope_scaling" in lm:
         ax = axes[1]
         for scheme, style in references:
-            curve(ax, lm["models"][scheme], **style)
+            lowest.append(curve(ax, lm["models"][scheme], cap, **style))
         for name, entry in lm["rope_scaling"].items():
             fitted = entry["fitted"]
-            curve(ax, entry, color=TYPE_COLORS[entry["rope_type"]], marker="o" if fitted else "^",
-                  linestyle="-" if fitted else ":", label=name)
-        ax.set_title("RoPE scaling, not fine-tuned")
+            lowest.append(curve(ax, entry, cap, color=TYPE_COLORS[entry["rope_type"]],
+                                marker="o" if fitted else "^", linestyle="-" if fitted else ":",
+                                label=name))
+        ax.set_title("RoPE scaling, not fine-tuned (solid: factor fitted to the window)",
+                     fontsize=10)
     if "fine_tuned" in lm:
         ax = axes[-1]
         ft = lm["fine_tuned"]
         for scheme, style in references:
-            curve(ax, lm["models"][scheme], **{**style, "label": style["label"] + ", not fine-tuned",
-                                               "alpha": 0.6})
+            lowest.append(curve(ax, lm["models"][scheme], cap,
+                                **{**style, "label": style["label"] + ", not fine-tuned"}))
+        # Curves that coincide stay visible: a large hollow marker under smaller ones.
+        looks = {None: dict(color="black", marker="D", markersize=11, markerfacecolor="none",
+                            linestyle="--"),
+                 "linear": dict(color=TYPE_COLORS["linear"], marker="D", markersize=6),
+                 "yarn": dict(color=TYPE_COLORS["yarn"], marker="o", markersize=7),
+                 "llama3": dict(color=TYPE_COLORS["llama3"], marker="x", markersize=7)}
         for suffix, entry in ft["models"].items():
             kind = None if entry["rope_scaling"] is None else entry["rope_scaling"]["rope_type"]
-            curve(ax, entry, color=TYPE_COLORS.get(kind, "black"), marker="D",
-                  linestyle="-" if kind else "--",
-                  label=f"{kind}, factor {ft['factor']:g}" if kind else "no scaling (control)")
+            lowest.append(curve(ax, entry, cap, **looks.get(kind, dict(marker="D")),
+                                label=f"{kind}, factor {ft['factor']:g}" if kind
+                                else "no scaling (control)"))
         ax.axvline(ft["window"], color="grey", linestyle="--", linewidth=1)
         ax.text(ft["window"] * 0.98, 0.02, "fine-tuning length", transform=ax.get_xaxis_transform(),
                 va="bottom", ha="right", fontsize=8, color="grey")
-        ax.set_title(f"RoPE fine-tuned {ft['steps']} steps at {ft['window']} tokens")
-    for ax in axes:
+        ax.set_title(f"RoPE fine-tuned {ft['steps']} steps at {ft['window']} tokens, factor "
+                     f"{ft['factor']:g}", fontsize=10)
+    for i, ax in enumerate(axes):
         ax.axvline(lm["window"], color="grey", linestyle=":", linewidth=1)
         ax.text(lm["window"] * 1.02, 0.02, "training length", transform=ax.get_xaxis_transform(),
                 va="bottom", fontsize=8, color="grey")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=range(1, 10)))
+        if i > 0 and cap:
+            ax.set_ylim(min(lowest) * 0.985, cap)
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=[x / 10 for x in range(10, 100)]))
+        else:
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=range(1, 10)))
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xticks(sizes)
         ax.set_xticklabels([str(s) for s in sizes])
         ax.set_xlabel("evaluation window (tokens)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     axes[0].set_ylabel("held-out perplexity (log scale)")
     fig.suptitle(f"Held-out perplexity vs window length (trained on {lm['window']}-token windows)")
     fig.tight_layout()
