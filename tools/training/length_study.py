@@ -33,7 +33,8 @@ Three parts, all measured with ordo itself (build/ordo; build it first):
    scaling in place, then a few steps at the target length): the RoPE model is
    fine-tuned with linear, yarn and llama3 at factor 8, and without scaling as the
    control, each for the same steps on the same stream and seed with the same optimizer
-   (--ft-*), written as model directories whose config.json carries the rope_scaling
+   (--ft-*: by default 200 steps of 4 windows of 8L, lr 2e-4, 20 warmup steps; dynamic
+   is not fine-tuned, its scale follows the length), written as model directories whose config.json carries the rope_scaling
    that ordo then reads. The oracle applies the same scaling (the parameters
    --rope-scaling fills in: yarn's and llama3's original_max_position_embeddings =
    max_position_embeddings, llama3's low/high_freq_factor 1/4) and must agree as in 1.
@@ -43,8 +44,9 @@ Three parts, all measured with ordo itself (build/ordo; build it first):
    held-out test, the swapped test and the long test (`ordo eval --json`).
 
 Writes STUDY_DIR/results.json, STUDY_DIR/length_study.md (the tables) and
-STUDY_DIR/length_study.png (perplexity against window length, a panel per part); the
-language models go to STUDY_DIR/lm-SCHEME, the fine-tunes to STUDY_DIR/lm-rope-ft-TYPE.
+STUDY_DIR/length_study.png (perplexity against window length: the schemes, the
+scalings without fine-tuning, the fine-tunes); the language models go to
+STUDY_DIR/lm-SCHEME, the fine-tunes to STUDY_DIR/lm-rope-ft-TYPE (none: the control).
 STUDY_DIR defaults to weights/length-study. With --schemes, the rows of the schemes left
 out (and, without rope, the scaling rows) are kept from STUDY_DIR/results.json.
 
