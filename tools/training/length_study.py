@@ -428,9 +428,10 @@ def markdown(results):
                   f"of {ft['window']} tokens ({ft['window'] / L:g}L; lr {ft['lr']:g}, "
                   f"{ft['warmup']} warmup steps), with the scaling in place at factor "
                   f"{ft['factor']:g} (config.json's rope_scaling) or none (the control):", "",
-                  header[0].format("rope fine-tuned with") + " fine-tune loss |",
+                  header[0].format("rope fine-tuned with") + f" loss, last {ft['steps'] // 4} steps |",
                   header[1] + " --- |"]
-        lines += [perplexity_row(name, entry, sizes) + " |" for name, entry in references]
+        lines += [perplexity_row(f"*{name}, not fine-tuned*", entry, sizes) + " |"
+                  for name, entry in references]
         for suffix, entry in ft["models"].items():
             name = "no scaling (control)" if entry["rope_scaling"] is None else \
                 f"{suffix}, factor {ft['factor']:g}"

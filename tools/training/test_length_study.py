@@ -195,6 +195,7 @@ class TablesTest(unittest.TestCase):
                      "| dynamic, factor 8 | 5.064 |",
                      "| learned | 4.864 | refused | refused | refused | refused |",
                      "| no scaling (control) | 4.664 |",
+                     "| *alibi (reference), not fine-tuned* | 4.664 |",
                      "| linear, factor 8 | 4.564 | 4.596 | 4.628 | 4.756 | 5.012 | 1.4000 |",
                      "fine-tuned 200 steps of 4 windows of 512 tokens (8L",
                      "to within 2.5e-08 relative"):
