@@ -38,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 
+import sentencepiece as spm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -74,15 +75,6 @@ TEST_SAMPLE_EVERY = 20
 def pad_rows(rows, pad):
     width = max(len(r) for r in rows)
     return torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
-
-
-def add_dropout(model, rate, kinds):
-    """Residual dropout: the output of every module of `kinds` is dropped out in training."""
-    def hook(module, inputs, output):
-        return F.dropout(output, rate, module.training)
-    for m in model.modules():
-        if isinstance(m, kinds):
-            m.register_forward_hook(hook)
 
 
 @torch.no_grad()
@@ -129,50 +121,83 @@ def init_t5(model):
             m.wo.weight.normal_(0.0, d_ff ** -0.5)
 
 
-class Family:
-    """What differs between the two: the tokenizer files, the model, how it is saved."""
+def residual_dropout(rate):
+    """A forward hook dropping out a module's output in training (the oracle's modules,
+    written for inference, have no dropout)."""
+    return lambda module, inputs, output: F.dropout(output, rate, module.training)
 
-    def __init__(self, name):
-        self.name = name
 
-    # Marian ---------------------------------------------------------------------------
-    def marian_tokenizer(self, out, train_pairs):
-        keys = ordo_torch.write_marian_tokenizer(out, [en for en, _ in train_pairs],
-                                                 [de for _, de in train_pairs], MARIAN_PIECES)
-        tok = ordo_torch.MarianTokenizerOracle(out)
-        return keys, tok.encode_source, tok.encode_target
-
-    def t5_tokenizer(self, out, train_pairs):
-        lines = [line for pair in train_pairs for line in pair]
-        keys = ordo_torch.write_t5_tokenizer(out, lines, T5_PIECES, extra_ids=T5_EXTRA_IDS)
-        tok = ordo_torch.T5TokenizerOracle(out)
-        return keys, tok.encode, tok.encode
+class MarianRecipe:
+    """The opus-mt layout: source.spm and target.spm, vocab.json, MarianMTModel."""
+    name = "marian"
+    dropout = 0.1  # the shipped translators'
 
     def tokenizer(self, out, train_pairs):
-        return (self.marian_tokenizer if self.name == "marian" else self.t5_tokenizer)(out, train_pairs)
+        """Writes the tokenizer files; returns the config keys they fix and text -> ids
+        for a source and a target, as MarianTokenizer reads them."""
+        keys = ordo_torch.write_marian_tokenizer(out, [en for en, _ in train_pairs],
+                                                 [de for _, de in train_pairs], MARIAN_PIECES)
+        tokenizer = ordo_torch.MarianTokenizerOracle(out)
+        return keys, tokenizer.encode_source, tokenizer.encode_target
+
+    def detokenizer(self, out):
+        """A target's ids -> text (eos and pad dropped), as MarianTokenizer decodes them."""
+        vocab = json.loads((out / "vocab.json").read_text())
+        piece = {i: p for p, i in vocab.items()}
+        target = spm.SentencePieceProcessor(model_file=str(out / "target.spm"))
+        special = {vocab["</s>"], vocab["<pad>"]}
+        return lambda ids: target.decode_pieces([piece[i] for i in ids if i not in special])
 
     def model(self, keys, dropout):
-        if self.name == "marian":
-            config = dict(MARIAN_ARCHITECTURE, dropout=dropout, decoder_vocab_size=keys["vocab_size"], **keys)
-            model = ordo_torch.MarianMTModel(config)
-            init_marian(model)
-            add_dropout(model, dropout, (MarianAttention, ))
-            for layer in list(model.model.encoder.layers) + list(model.model.decoder.layers):
-                layer.fc2.register_forward_hook(lambda m, i, o: F.dropout(o, dropout, m.training))
-            return model
-        config = dict(T5_ARCHITECTURE, dropout_rate=dropout, **keys)
-        model = ordo_torch.T5ForConditionalGeneration(config)
-        init_t5(model)
-        add_dropout(model, dropout, (T5Attention, _DenseActDense))
+        config = dict(MARIAN_ARCHITECTURE, dropout=dropout, decoder_vocab_size=keys["vocab_size"], **keys)
+        model = ordo_torch.MarianMTModel(config)
+        init_marian(model)
+        for m in model.modules():
+            if isinstance(m, MarianAttention):
+                m.register_forward_hook(residual_dropout(dropout))
+        for layer in list(model.model.encoder.layers) + list(model.model.decoder.layers):
+            layer.fc2.register_forward_hook(residual_dropout(dropout))
         return model
 
     def save(self, model, out):
-        if self.name == "marian":
-            generation = ordo_torch.marian_generation_config(model.config)  # opus-mt's: 4 beams, pad banned
-            ordo_torch.save_marian_dir(model, out, dtype="F16", generation=generation)
-            return ordo_torch.load_marian_dir(out, dtype=torch.float64)
+        """Saves as save_pretrained would; returns the oracle's model of the saved files."""
+        generation = ordo_torch.marian_generation_config(model.config)  # opus-mt's: 4 beams, pad banned
+        ordo_torch.save_marian_dir(model, out, dtype="F16", generation=generation)
+        return ordo_torch.load_marian_dir(out, dtype=torch.float64)
+
+
+class T5Recipe:
+    """The T5 layout: spiece.model with T5's special ids and sentinels, T5 v1.1."""
+    name = "t5"
+    # T5 v1.1 was pre-trained without dropout; here, with 0.1 it learned more slowly and
+    # reached 99.0% dev / 98.7% test exact match in 2400 steps, without it 99.4% / 99.4%.
+    dropout = 0.0
+
+    def tokenizer(self, out, train_pairs):
+        lines = [line for pair in train_pairs for line in pair]
+        keys = ordo_torch.write_t5_tokenizer(out, lines, T5_PIECES, extra_ids=T5_EXTRA_IDS)
+        tokenizer = ordo_torch.T5TokenizerOracle(out)
+        return keys, tokenizer.encode, tokenizer.encode
+
+    def detokenizer(self, out):
+        tokenizer = ordo_torch.T5TokenizerOracle(out)
+        special = {tokenizer.sp.piece_to_id("</s>"), tokenizer.sp.piece_to_id("<pad>")}
+        return lambda ids: tokenizer.decode([i for i in ids if i not in special])
+
+    def model(self, keys, dropout):
+        model = ordo_torch.T5ForConditionalGeneration(dict(T5_ARCHITECTURE, dropout_rate=dropout, **keys))
+        init_t5(model)
+        for m in model.modules():
+            if isinstance(m, (T5Attention, _DenseActDense)):
+                m.register_forward_hook(residual_dropout(dropout))
+        return model
+
+    def save(self, model, out):
         ordo_torch.save_t5_dir(model, out, dtype="F16", generation=ordo_torch.t5_generation_config(model.config))
         return ordo_torch.load_t5_dir(out, dtype=torch.float64)
+
+
+RECIPES = {"marian": MarianRecipe(), "t5": T5Recipe()}
 
 
 def exact_match(model, encode_source, decode_ids, pairs, max_length=64, batch=250):
@@ -185,17 +210,18 @@ def exact_match(model, encode_source, decode_ids, pairs, max_length=64, batch=25
 
 
 def train(family, args, train_pairs, dev_pairs, out):
+    dropout = family.dropout if args.dropout is None else args.dropout
     keys, encode_source, encode_target = family.tokenizer(out, train_pairs)
     pad, start = keys["pad_token_id"], keys["decoder_start_token_id"]
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
-    model = family.model(keys, args.dropout)
-    decode_ids = decoder_of(family, out)
+    model = family.model(keys, dropout)
+    decode_ids = family.detokenizer(out)
     examples = [(encode_source(en), encode_target(de)) for en, de in train_pairs]
     params = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
     log = {"model": family.name, "parameters": params, "steps": args.steps, "batch_size": args.batch_size,
-           "lr": args.lr, "warmup": args.warmup, "dropout": args.dropout,
+           "lr": args.lr, "warmup": args.warmup, "dropout": dropout,
            "label_smoothing": args.label_smoothing, "seed": args.seed, "vocab_size": keys["vocab_size"],
            "longest_training_sequence": max(max(len(s), len(t)) for s, t in examples), "checkpoints": []}
     print(f"[{family.name}] {params} parameters, vocabulary {keys['vocab_size']}, {args.steps} steps",
@@ -228,20 +254,6 @@ def train(family, args, train_pairs, dev_pairs, out):
     return model, log, encode_source, encode_target
 
 
-def decoder_of(family, out):
-    """ids -> text as the family's tokenizer writes a translation (eos and pad dropped)."""
-    if family.name == "t5":
-        tok = ordo_torch.T5TokenizerOracle(out)
-        special = {tok.sp.piece_to_id("</s>"), tok.sp.piece_to_id("<pad>")}
-        return lambda ids: tok.decode([i for i in ids if i not in special])
-    vocab = json.loads((out / "vocab.json").read_text())
-    inverse = {i: p for p, i in vocab.items()}
-    import sentencepiece as spm
-    target = spm.SentencePieceProcessor(model_file=str(out / "target.spm"))
-    special = {vocab["</s>"], vocab["<pad>"]}
-    return lambda ids: target.decode_pieces([inverse[i] for i in ids if i not in special])
-
-
 def oracle_sample(oracle, encode_source, encode_target, test_pairs):
     """The oracle's greedy ids and reference log-probabilities on every TEST_SAMPLE_EVERY-th
     test pair, computed from the saved file (float64)."""
@@ -260,12 +272,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("weights/data"), help="train.tsv and test.tsv")
     parser.add_argument("--out", type=Path, default=Path("weights"), help="where the model directories go")
-    parser.add_argument("--models", nargs="+", default=["marian", "t5"], choices=["marian", "t5"])
+    parser.add_argument("--models", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     parser.add_argument("--steps", type=int, default=shipped.TRANSLATOR_DEFAULTS["steps"])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=shipped.TRANSLATOR_DEFAULTS["lr"])
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--dropout", type=float, help="default: marian 0.1, t5 0 (see T5Recipe)")
     parser.add_argument("--label-smoothing", type=float, default=shipped.TRANSLATOR_DEFAULTS["label_smoothing"])
     parser.add_argument("--dev-size", type=int, default=500, help="held out of train.tsv for progress reports")
     parser.add_argument("--eval-every", type=int, default=shipped.TRANSLATOR_DEFAULTS["eval_every"])
@@ -278,7 +290,7 @@ def main():
     dev, train_pairs = pairs[:args.dev_size], pairs[args.dev_size:]
     test = shipped.read_tsv(args.data / "test.tsv")
     for name in args.models:
-        family = Family(name)
+        family = RECIPES[name]
         out = args.out / name
         out.mkdir(parents=True, exist_ok=True)
         model, log, encode_source, encode_target = train(family, args, train_pairs, dev, out)
