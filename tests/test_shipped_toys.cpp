@@ -115,10 +115,11 @@ TEST_P(ShippedToys, WithOnlyTokenizerJsonTheMessageNamesTheFamilysFiles) {
   const auto r = run_ordo("translate --model '" + dir.string() + "' 'cats chase dogs'");
   EXPECT_EQ(r.exit_code, 1);
   const std::string named = GetParam() == "marian" ? "source.spm, target.spm and vocab.json" : "spiece.model";
-  EXPECT_EQ(r.err, "ordo: " + dir.string() + ": has only tokenizer.json (Hugging Face tokenizers), and ordo reads the text of a " +
-                       "model_type \"" + GetParam() + "\" directory with SentencePiece: " + named + " (add the model's " +
-                       named + " from its repository, or pass token ids (--source-ids, --target-ids, " +
-                       "--prompt-ids))\n");
+  EXPECT_EQ(r.err, "ordo: " + dir.string() +
+                       ": has only tokenizer.json (Hugging Face tokenizers), and ordo reads the text of a " +
+                       "model_type \"" + GetParam() + "\" directory with SentencePiece: " + named +
+                       " (add the model's " + named +
+                       " from its repository, or pass token ids (--source-ids, --target-ids, --prompt-ids))\n");
   fs::remove(dir / "tokenizer.json");
   const auto without = run_ordo("translate --model '" + dir.string() + "' 'cats chase dogs'");
   EXPECT_EQ(without.exit_code, 1);

@@ -20,15 +20,16 @@ trained here with SentencePiece, and the directory save_pretrained would write
 (save_marian_dir, save_t5_dir: config.json with every key of the family's config,
 generation_config.json, model.safetensors in F16).
 
-The oracle's modules have no dropout (they are for inference): residual dropout is added
-by forward hooks on each attention and feed-forward module, active in training only, so
-the saved model is exactly the module's.
+The oracle's modules have no dropout (they are for inference): the Marian model's residual
+dropout (0.1, the shipped translators') is added by forward hooks on each attention and
+feed-forward module, active in training only, so the saved model is exactly the module's.
+The T5 model trains without dropout, as T5 v1.1 was pre-trained (see T5Recipe).
 
 After saving, the directory is loaded back by the oracle (float64, from the F16 file) and
 a sample of the held-out test set (every 20th of weights/data/test.tsv) is decoded
 greedily and its references scored; training.json records the ids, the log-probabilities
-and the smallest top-1 - top-2 margin, which tests/test_shipped_hf.cpp checks ordo
-against.
+and the smallest top-1 - top-2 margin, which tests/test_shipped_toys.cpp checks ordo
+against (and tools/oracle/tests/test_shipped_toys.py the record against the oracle).
 """
 
 import argparse
@@ -67,7 +68,7 @@ T5_ARCHITECTURE = {
 }
 # SentencePiece sizes the unigram trainer reaches exactly on these sides (hard limit).
 MARIAN_PIECES = 180  # each of source.spm (English) and target.spm (German)
-T5_PIECES = 300      # spiece.model over both languages, as the shipped tokenizer
+T5_PIECES = 300      # spiece.model over both languages, as the shipped translators' one is
 T5_EXTRA_IDS = 100   # T5Tokenizer's sentinels, as every T5 checkpoint has them
 TEST_SAMPLE_EVERY = 20
 
