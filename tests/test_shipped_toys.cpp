@@ -8,8 +8,9 @@
 // training.json ("oracle_test_sample") every 20th pair of weights/data/test.tsv: the
 // source and reference ids as MarianTokenizer / T5Tokenizer give them, the oracle's greedy
 // ids with the smallest top-1 - top-2 margin on the path, and the reference's
-// log-probabilities. Tolerances are test_marian.cpp's: ids identical (greedy compared
-// where the margin is >= 1e-2), log-probabilities within 1e-4 absolute.
+// log-probabilities. Tolerances are test_marian.cpp's: ids identical (greedy compared,
+// one at a time and as one padded batch, where the margin is >= 1e-2), log-probabilities
+// within 1e-4 absolute.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "tests/greedy.h"
 #include "tests/model_factory.h"
 #include "tests/reference.h"
+#include "tests/search_support.h"
 
 namespace ordo {
 namespace {
@@ -89,6 +91,19 @@ TEST_P(ShippedToys, DecodeTheHeldOutSampleAsTheOracle) {
     EXPECT_EQ(testing_support::greedy(t, source, 64).ids, want);
   }
   EXPECT_GE(compared, sample.at("cases").size() * 9 / 10);  // the margins are wide: most are compared
+
+  // The same sources as one padded batch, as translate and eval run them.
+  std::vector<std::vector<int>> sources;
+  for (const json& c : sample.at("cases")) sources.push_back(c.at("source_ids").get<std::vector<int>>());
+  DecodingOptions greedy;
+  greedy.max_length = 64;
+  const std::vector<DecodeResult> decoded = decode_batch(t, sources, greedy);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const json& c = sample.at("cases")[i];
+    if (c.at("min_margin").get<double>() < 1e-2) continue;
+    ASSERT_TRUE(decoded[i].ok()) << decoded[i].error;
+    EXPECT_EQ(decoded[i].hypotheses.front().ids, c.at("greedy_ids").get<std::vector<int>>()) << "batch entry " << i;
+  }
 }
 
 // The text a user sees, through the command line and the model's own generation defaults
