@@ -164,24 +164,42 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
   return model;
 }
 
+namespace {
+
+// The files a family reads text with, as its published directories hold them, and the
+// flags that take token ids instead: both messages of a model without them name the
+// family's own files, so that the advice works (a T5 directory needs spiece.model, not
+// tokenizer.model).
+struct TokenizerFiles {
+  std::string files;
+  std::string id_flags;
+};
+
+TokenizerFiles tokenizer_files(Family family) {
+  const std::string all_ids = "--source-ids, --target-ids, --prompt-ids";
+  switch (family) {
+    case Family::Marian: return {"source.spm, target.spm and vocab.json", all_ids};
+    case Family::T5: return {"spiece.model", all_ids};
+    case Family::M2M100: return {"sentencepiece.bpe.model and tokenizer_config.json", "--source-ids, --target-ids"};
+    case Family::Llama: return {"tokenizer.model", all_ids};
+    case Family::Ordo: return {"tokenizer.model, or source.model + target.model", all_ids};
+  }
+  return {"tokenizer.model", all_ids};
+}
+
+}  // namespace
+
 const Tokenizer& LoadedModel::require(const std::shared_ptr<const Tokenizer>& tokenizer) const {
   if (tokenizer) return *tokenizer;
+  const TokenizerFiles needed = tokenizer_files(config_.family);
   if (exists_quietly(directory_ / "tokenizer.json"))
     throw Error(directory_.string(),
-                "has only tokenizer.json (Hugging Face tokenizers), and ordo reads text with a SentencePiece "
-                "tokenizer.model",
-                "add the model's tokenizer.model, or pass token ids (--prompt-ids, --source-ids, --target-ids)");
-  if (config_.family == Family::Marian)
-    throw Error(directory_.string(), "has no tokenizer (source.spm, target.spm and vocab.json)",
-                "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
-  if (config_.family == Family::T5)
-    throw Error(directory_.string(), "has no tokenizer (spiece.model)",
-                "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
-  if (config_.family == Family::M2M100)
-    throw Error(directory_.string(), "has no tokenizer (sentencepiece.bpe.model and tokenizer_config.json)",
-                "pass token ids instead (--source-ids, --target-ids)");
-  throw Error(directory_.string(), "has no tokenizer (tokenizer.model, or source.model + target.model)",
-              "pass token ids instead (--source-ids, --target-ids, --prompt-ids)");
+                "has only tokenizer.json (Hugging Face tokenizers), and ordo reads the text of a model_type \"" +
+                    config_.model_type + "\" directory with SentencePiece: " + needed.files,
+                "add the model's " + needed.files + " from its repository, or pass token ids (" + needed.id_flags +
+                    ")");
+  throw Error(directory_.string(), "has no tokenizer (" + needed.files + ")",
+              "pass token ids instead (" + needed.id_flags + ")");
 }
 
 std::string LoadedModel::detokenize_source(std::span<const int> ids) const {

@@ -18,11 +18,15 @@ struct Bound {
 };
 
 // `positions`: what the embedding allows (unbounded for computed positions); `taken`:
-// positions something else holds first (an encoder-decoder model's decoder_start).
-Bound model_bound(Index positions, Index taken) {
+// positions something else holds first (an encoder-decoder model's decoder_start). A
+// bounded table is learned, or (Marian) sinusoids computed into a table of
+// max_position_embeddings rows, as MarianMTModel builds it: the message says which.
+Bound model_bound(Index positions, Index taken, const ModelConfig& config) {
   if (positions <= kMaxSequenceLength)
-    return {positions - taken, "what the model's learned positions allow (max_position_embeddings=" +
-                                   std::to_string(positions) + ")"};
+    return {positions - taken, std::string(config.position_encoding == PositionEncoding::Learned
+                                               ? "what the model's learned positions allow"
+                                               : "what the model's table of sinusoidal positions holds") +
+                                   " (max_position_embeddings=" + std::to_string(positions) + ")"};
   return {kMaxSequenceLength - taken, "ordo's limit of " + std::to_string(kMaxSequenceLength) + " positions"};
 }
 
@@ -47,13 +51,15 @@ Bound effective(Index max_tokens, const Bound& model) {
 
 Index LoadedModel::max_source_tokens() const {
   if (!transformer_->encoder) return 0;
-  return model_bound(transformer_->encoder->embedding().max_steps(), 0).tokens;
+  return model_bound(transformer_->encoder->embedding().max_steps(), 0, config_).tokens;
 }
 
-Index LoadedModel::max_target_tokens() const { return model_bound(transformer_->decoder.max_steps(), 0).tokens; }
+Index LoadedModel::max_target_tokens() const {
+  return model_bound(transformer_->decoder.max_steps(), 0, config_).tokens;
+}
 
 Index LoadedModel::max_prompt_tokens() const {
-  return model_bound(transformer_->decoder.max_steps(), transformer_->decoder_only() ? 0 : 1).tokens;
+  return model_bound(transformer_->decoder.max_steps(), transformer_->decoder_only() ? 0 : 1, config_).tokens;
 }
 
 std::vector<int> LoadedModel::tokenize_source(std::string_view text, std::optional<int> language) const {
@@ -86,7 +92,8 @@ LoadedModel::TokenizedInput LoadedModel::tokenize_source(std::string_view text, 
   const Tokenizer& tokenizer = require(source_tokenizer_);
   if (!transformer_->encoder)
     throw Error("source", "this model is decoder-only: it has no encoder to read a source", "give a prompt instead");
-  const Bound bound = effective(limit.max_tokens, model_bound(transformer_->encoder->embedding().max_steps(), 0));
+  const Bound bound =
+      effective(limit.max_tokens, model_bound(transformer_->encoder->embedding().max_steps(), 0, config_));
   const Index specials = language ? 2 : 1;  // eos, and the language code
   const std::string counted = language ? "eos and language code included" : "eos included";
   Tokenizer::Bounded text_ids =
@@ -100,7 +107,7 @@ LoadedModel::TokenizedInput LoadedModel::tokenize_source(std::string_view text, 
 
 std::vector<int> LoadedModel::tokenize_target(std::string_view text, Index max_tokens,
                                               std::optional<int> language) const {
-  const Bound bound = effective(max_tokens, model_bound(transformer_->decoder.max_steps(), 0));
+  const Bound bound = effective(max_tokens, model_bound(transformer_->decoder.max_steps(), 0, config_));
   const Index specials = language ? 2 : 1;
   Tokenizer::Bounded text_ids = require(target_tokenizer_)
                                     .encode_bounded(text, std::max<Index>(bound.tokens - specials, 0),
@@ -122,7 +129,7 @@ LoadedModel::TokenizedInput LoadedModel::tokenize_prompt(std::string_view text, 
   const Tokenizer& tokenizer = require(target_tokenizer_);
   if (!ids.empty() && is_blank(text)) return {ids, false};  // bos alone: generation from scratch
   const Bound bound = effective(limit.max_tokens, model_bound(transformer_->decoder.max_steps(),
-                                                              transformer_->decoder_only() ? 0 : 1));
+                                                              transformer_->decoder_only() ? 0 : 1, config_));
   const Index room = std::max<Index>(bound.tokens - static_cast<Index>(ids.size()), 0);
   Tokenizer::Bounded text_ids = tokenizer.encode_bounded(text, room, Tokenizer::Keep::End);
   if (text_ids.more && !limit.truncate)

@@ -280,8 +280,9 @@ TEST(Families, TextNeedsASentencePieceTokenizer) {
   std::ofstream(dir / "tokenizer.json") << "{}";
   const auto model = LoadedModel::load(dir);
   EXPECT_THAT(error_of([&] { model->tokenize_prompt("Die Katze", true); }),
-              HasSubstr("has only tokenizer.json (Hugging Face tokenizers), and ordo reads text with a SentencePiece "
-                        "tokenizer.model"));
+              HasSubstr("has only tokenizer.json (Hugging Face tokenizers), and ordo reads the text of a "
+                        "model_type \"llama\" directory with SentencePiece: tokenizer.model (add the model's "
+                        "tokenizer.model from its repository"));
   fs::remove_all(dir);
 }
 

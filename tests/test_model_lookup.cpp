@@ -116,6 +116,11 @@ TEST(ModelsCommand, ListsEveryShippedModelWithFamilySchemeAndSize) {
             fs::file_size(fs::path(ORDO_SOURCE_DIR) / "weights" / "german-llama" / "model.safetensors"));
   EXPECT_EQ(llama["default_for"], nlohmann::json::array({"generate"}));
   EXPECT_EQ(by_name["alibi"]["position_encoding"], "alibi");
+  // The toy translators in Hugging Face layouts are listed by their family.
+  EXPECT_EQ(by_name["marian"]["family"], "marian");
+  EXPECT_EQ(by_name["marian"]["kind"], "encoder-decoder");
+  EXPECT_EQ(by_name["t5"]["family"], "t5");
+  EXPECT_EQ(by_name["t5"]["position_encoding"], "t5_relative");
   EXPECT_EQ(by_name["sinusoidal"]["default_for"], nlohmann::json::array({"translate"}));
 
   const CommandResult table = run_in(kElsewhere, "models");

@@ -3,8 +3,8 @@
 //   - the default (sinusoidal) model translates both word orders correctly;
 //   - the `none` model gives one translation for both orders;
 //   - `ordo compare` reports cosine similarity 1 (to float rounding) for none, < 1 else;
-//   - sinusoidal, learned, rope, alibi, t5_relative: >= 98% exact match on the held-out
-//     and swapped tests;
+//   - sinusoidal, learned, rope, alibi, t5_relative, and the Hugging Face layouts marian
+//     and t5: >= 98% exact match on the held-out and swapped tests;
 //   - none: the same translation for every sentence and its swap.
 #include <gtest/gtest.h>
 
@@ -190,7 +190,7 @@ TEST(Showcase, CompareReportsSimilarityOneOnlyWithoutPositions) {
       EXPECT_EQ(row["b"]["translation"], "Hunde jagen Katzen") << row["model"];
     }
   }
-  for (const char* name : {"sinusoidal", "learned", "rope", "alibi", "t5_relative", "none"})
+  for (const char* name : {"sinusoidal", "learned", "rope", "alibi", "t5_relative", "marian", "t5", "none"})
     EXPECT_TRUE(seen.contains(name)) << name;
 
   const auto table = run_ordo("compare 'cats chase dogs' 'dogs chase cats'");
@@ -210,7 +210,7 @@ TEST(Showcase, ModelsWithPositionsTranslateHeldOutAndSwappedSentences) {
   const auto swapped = read_tsv(weights_dir() / "data" / "swapped.tsv");
   ASSERT_GE(test.size(), 500u);
   ASSERT_GE(swapped.size(), 500u);
-  for (const char* name : {"sinusoidal", "learned", "rope", "alibi", "t5_relative"}) {
+  for (const char* name : {"sinusoidal", "learned", "rope", "alibi", "t5_relative", "marian", "t5"}) {
     SCOPED_TRACE(name);
     EXPECT_GE(exact_match(*shipped(name), test), 0.98);
     EXPECT_GE(exact_match(*shipped(name), swapped), 0.98);
