@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <sstream>
@@ -424,6 +425,14 @@ TEST_F(Serve, BadRequestsAre400NamingTheField) {
   ASSERT_TRUE(malformed);
   EXPECT_EQ(malformed->status, 400);
   EXPECT_EQ(json::parse(malformed->body)["error"]["param"], "body");
+  // A number beyond a double is valid JSON's grammar but not a value nlohmann can hold:
+  // a 400, not a 500 "internal error" (found writing the requests fuzz target).
+  for (const char* path : {"/v1/translate", "/v1/completions", "/translate"}) {
+    const auto huge = c.Post(path, R"({"text": "cats", "prompt": "Die", "q": "cats", "temperature": 1e400})",
+                             "application/json");
+    ASSERT_TRUE(huge);
+    EXPECT_EQ(huge->status, 400) << path << ": " << huge->body;
+  }
   expect_refused(*server_, "/v1/translate", json::array({1}), 400, "body");
   expect_refused(*server_, "/v1/translate", {{"txt", "cats"}}, 400, "text");
   expect_refused(*server_, "/v1/translate", {{"text", 5}}, 400, "text");
@@ -552,7 +561,7 @@ TEST(ServeFaults, AFullQueueIs503WithRetryAfter) {
 }
 
 TEST(ServeFaults, SigtermFinishesTheRequestsInFlightAndExitsZero) {
-  Server server;
+  Server server({"--drain-timeout", "600"});  // the bound is tested below: here, never reached
   const std::string live = "ordo_live_sequences{model=\"sinusoidal\"}";
   const json job = long_job(400);
   auto in_flight = std::async(std::launch::async, [&] { return server.post("/v1/translate", job); });
@@ -567,11 +576,63 @@ TEST(ServeFaults, SigtermFinishesTheRequestsInFlightAndExitsZero) {
   EXPECT_FALSE(c.Get("/health")) << "still accepting after SIGTERM";
 }
 
+// A request that outlasts the drain: cut at a decoder step, answered 503 with
+// Retry-After (a load balancer sends it elsewhere), and ordo exits 1 saying so. The
+// long job would take far longer than the test waits.
+struct CutShort {
+  int status = 0;
+  std::string retry_after, message;
+};
+
+CutShort cut_short_request(Server& server, const std::function<void()>& stop) {
+  const std::string live = "ordo_live_sequences{model=\"sinusoidal\"}";
+  auto in_flight = std::async(std::launch::async, [&] {
+    auto c = server.client();
+    const auto r = c.Post("/v1/translate", long_job(4000).dump(), "application/json");
+    if (!r) throw std::runtime_error("no answer to the long job");
+    const json body = json::parse(r->body, nullptr, false);
+    return CutShort{r->status, r->get_header_value("Retry-After"),
+                    body.is_object() && body.contains("error") ? body["error"].value("message", "") : r->body};
+  });
+  if (!Server::eventually([&] { return server.metric(live) > 0; })) throw std::runtime_error("the long job never ran");
+  const auto start = std::chrono::steady_clock::now();
+  stop();
+  const CutShort got = in_flight.get();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0)
+      << "the drain was not cut short";
+  return got;
+}
+
+TEST(ServeFaults, ADrainPastItsTimeoutCutsWhatIsInFlightWith503AndExitsOne) {
+  Server server({"--drain-timeout", "1"});
+  const CutShort got = cut_short_request(server, [&] { server.process().signal(SIGTERM); });
+  EXPECT_EQ(got.status, 503) << got.message;
+  EXPECT_EQ(got.retry_after, "1");
+  EXPECT_NE(got.message.find("--drain-timeout"), std::string::npos) << got.message;
+  EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
+}
+
+TEST(ServeFaults, ASecondSigtermCutsTheDrainAtOnce) {
+  Server server({"--drain-timeout", "600"});
+  const CutShort got = cut_short_request(server, [&] {
+    server.process().signal(SIGTERM);
+    // Signals of one kind do not queue: the second must come after the first was taken.
+    const std::string line = server.process().read_line(kRequestSeconds);
+    EXPECT_NE(line.find("SIGTERM: no new connections"), std::string::npos) << line;
+    server.process().signal(SIGTERM);
+  });
+  EXPECT_EQ(got.status, 503) << got.message;
+  EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
+}
+
 TEST(ServeCli, BadFlagsAreUsageErrors) {
   auto r = run_ordo("serve --port 70000");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = run_ordo("serve --max-batch 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_ordo("serve --drain-timeout -1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--drain-timeout"), std::string::npos) << r.err;
   r = run_ordo("serve --model a=" + shell_quote(kTranslationModel) + " --model a=" + shell_quote(kLanguageModel) +
                " --port 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -87,6 +87,10 @@ json parse_object(const std::string& body) {
     parsed = json::parse(body);
   } catch (const json::parse_error& e) {
     throw BadRequest("body", std::string("is not valid JSON (") + e.what() + ")");
+  } catch (const json::exception& e) {
+    // Valid JSON that no value here can hold: a number beyond a double (1e400) is
+    // out_of_range, not a parse_error (found writing the requests fuzz target).
+    throw BadRequest("body", std::string("holds a value out of range (") + e.what() + ")");
   }
   if (!parsed.is_object()) throw BadRequest("body", "must be a JSON object, got " + type_name(parsed));
   return parsed;

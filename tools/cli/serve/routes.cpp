@@ -132,10 +132,18 @@ void check_length(const ServedModel& m, int length, const std::string& field) {
                                 std::to_string(m.model.max_output_tokens()) + " tokens)");
 }
 
+// What a request cut short by the end of the drain is told: it was not done, and
+// another server (or this one, restarted) may do it.
+Refusal cut_short(ServeState& state) {
+  ++state.cut_short;
+  return {503, "the server shut down before this request was done (ordo serve --drain-timeout): send it again", "",
+          "server_error", 1};
+}
+
 // Queues a job for the request's client and waits for it.
-Outcome run(ServedModel& m, Job job, const httplib::Request& req) {
+Outcome run(ServeState& state, ServedModel& m, Job job, const httplib::Request& req) {
   auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port, req.local_port);
-  job.abandoned = [watch] { return watch->gone(); };
+  job.abandoned = [watch, &state] { return state.drain_expired || watch->gone(); };
   std::future<Outcome> future;
   try {
     future = m.scheduler->submit(std::move(job));
@@ -145,6 +153,7 @@ Outcome run(ServedModel& m, Job job, const httplib::Request& req) {
     throw Refusal{503, e.what(), "", "server_error", 1};
   }
   Outcome outcome = future.get();
+  if (outcome.cancelled && state.drain_expired) throw cut_short(state);
   if (outcome.cancelled) throw Refusal{kClientClosed, "the client closed the connection", "", "server_error"};
   if (!outcome.error.empty()) throw Refusal{500, outcome.error, "", "server_error"};
   return outcome;
@@ -161,7 +170,7 @@ void translate(ServeState& state, const httplib::Request& req, httplib::Response
   job.kind = Job::Kind::Translate;
   job.decoding = request.decoding;
   job.texts = request.texts;
-  const Outcome outcome = run(m, std::move(job), req);
+  const Outcome outcome = run(state, m, std::move(job), req);
   json translations = json::array();
   for (const Translation& t : outcome.translations) {
     if (!t.ok()) {
@@ -213,7 +222,7 @@ void libretranslate(ServeState& state, const httplib::Request& req, httplib::Res
   Job job;
   job.kind = Job::Kind::Translate;
   job.texts = request.texts;
-  const Outcome outcome = run(m, std::move(job), req);
+  const Outcome outcome = run(state, m, std::move(job), req);
   json translated = json::array();
   for (std::size_t i = 0; i < outcome.translations.size(); ++i) {
     const Translation& t = outcome.translations[i];
@@ -323,7 +332,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   const std::string id = completion_id();
   const std::int64_t created = std::time(nullptr);
   if (!request.stream && !request.logprobs && request.stop.empty()) {  // batched with other requests
-    const Outcome outcome = run(m, std::move(job), req);
+    const Outcome outcome = run(state, m, std::move(job), req);
     json choices = json::array();
     std::int64_t completion_tokens = 0;
     for (std::size_t i = 0; i < outcome.generations.size(); ++i) {
@@ -364,7 +373,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   };
 
   if (!request.stream) {
-    const Outcome outcome = run(m, std::move(job), req);
+    const Outcome outcome = run(state, m, std::move(job), req);
     std::int64_t completion_tokens = 0;
     const auto ends = finish(outcome, completion_tokens);
     json choices = json::array();
@@ -381,7 +390,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   // on this same thread once the handler returns.
   auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port, req.local_port);
   auto client_gone = std::make_shared<std::atomic<bool>>(false);
-  job.abandoned = [watch, client_gone] { return *client_gone || watch->gone(); };
+  job.abandoned = [watch, client_gone, &state] { return state.drain_expired || *client_gone || watch->gone(); };
   std::shared_ptr<std::future<Outcome>> future;
   try {
     future = std::make_shared<std::future<Outcome>>(m.scheduler->submit(std::move(job)));
@@ -394,7 +403,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   auto status = std::make_shared<int>(200);  // what /metrics counts: 499 when the client left
   res.set_chunked_content_provider(
       "text/event-stream",
-      [stream, future, client_gone, finish, status](std::size_t, httplib::DataSink& sink) {
+      [&state, stream, future, client_gone, finish, status](std::size_t, httplib::DataSink& sink) {
         const auto write = [&](const std::string& event) {
           if (*client_gone || !sink.write(event.data(), event.size())) *client_gone = true;
           return !*client_gone;
@@ -418,11 +427,13 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
           if (done) break;
         }
         const Outcome outcome = future->get();
-        if (outcome.cancelled) {
+        if (outcome.cancelled && !state.drain_expired) {
           *status = kClientClosed;
           return false;
         }
         try {
+          // Its header is sent: the client learns of the cut from an error event.
+          if (outcome.cancelled) throw cut_short(state);
           if (!outcome.error.empty()) throw Refusal{500, outcome.error, "", "server_error"};
           std::int64_t completion_tokens = 0;
           const auto ends = finish(outcome, completion_tokens);
