@@ -345,6 +345,58 @@ TEST_F(Serve, StreamedTokensEqualTheWholeAnswer) {
   }
 }
 
+void expect_refused(const Server& server, const std::string& path, const json& body, int status,
+                    const std::string& param);
+
+// The requests of OpenAI's official client (the openai npm package 6.49.0, captured on
+// the wire): its headers, gzip accepted, and with "stream_options": {"include_usage":
+// true} a last event whose choices are empty and whose usage counts the tokens, the
+// same as the whole answer's ("usage": null on every other event).
+TEST_F(Serve, OpenAIClientRequestsAreAnsweredAsOpenAIDoes) {
+  const httplib::Headers headers{{"Accept", "application/json"},      {"User-Agent", "OpenAI/JS 6.49.0"},
+                                 {"X-Stainless-Retry-Count", "0"},     {"X-Stainless-Lang", "js"},
+                                 {"Authorization", "Bearer sk-unused"}, {"Accept-Language", "*"},
+                                 {"Sec-Fetch-Mode", "cors"},           {"Accept-Encoding", "gzip, deflate"}};
+  auto c = server_->client();
+  const auto whole = c.Post("/v1/completions", headers,
+                            R"({"model":"german-llama","prompt":"Die Katze","max_tokens":12,"temperature":0})",
+                            "application/json");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const json answer = json::parse(whole->body);
+  const auto streamed = c.Post(
+      "/v1/completions", headers,
+      R"({"model":"german-llama","prompt":"Die Katze","max_tokens":12,"temperature":0,"stream":true,)"
+      R"("stream_options":{"include_usage":true}})",
+      "application/json");
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  const std::vector<std::string> data = events(streamed->body);
+  ASSERT_GE(data.size(), 3u) << streamed->body;
+  ASSERT_EQ(data.back(), "[DONE]");
+  std::string text;
+  for (std::size_t e = 0; e + 2 < data.size(); ++e) {
+    const json chunk = json::parse(data[e]);
+    ASSERT_TRUE(chunk.contains("usage") && chunk["usage"].is_null()) << data[e];
+    text += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, answer["choices"][0]["text"]);
+  const json last = json::parse(data[data.size() - 2]);
+  EXPECT_TRUE(last["choices"].is_array() && last["choices"].empty()) << last.dump();
+  EXPECT_EQ(last["usage"], answer["usage"]);
+  // Without include_usage, no event has a usage key (OpenAI's shape); stream_options needs a stream.
+  const auto plain = c.Post("/v1/completions", headers, R"({"prompt":"Die","max_tokens":3,"temperature":0,"stream":true})",
+                            "application/json");
+  ASSERT_TRUE(plain);
+  for (const std::string& event : events(plain->body))
+    if (event != "[DONE]") EXPECT_FALSE(json::parse(event).contains("usage")) << event;
+  expect_refused(*server_, "/v1/completions", {{"prompt", "Die"}, {"stream_options", {{"include_usage", true}}}}, 400,
+                 "stream_options");
+  expect_refused(*server_, "/v1/completions",
+                 {{"prompt", "Die"}, {"stream", true}, {"stream_options", {{"include_usage", 1}}}}, 400,
+                 "stream_options.include_usage");
+}
+
 TEST_F(Serve, StopSequencesCutTheCompletionStreamedOrNot) {
   const json greedy = {{"prompt", "Die Katze"}, {"max_tokens", 24}, {"temperature", 0}};
   const std::string full = server_->post("/v1/completions", greedy).second["choices"][0]["text"];
@@ -468,6 +520,15 @@ TEST_F(Serve, TooLargeBodiesAre413AndUnknownPaths404) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);
   EXPECT_TRUE(json::parse(r->body)["error"].contains("message"));
+  // JSON labelled as a form (curl -d's default) over cpp-httplib's 8192-byte form limit:
+  // the 413 says so, instead of blaming ordo's 1 MiB limit.
+  const std::string form = json{{"text", std::string(10000, 'a')}}.dump();
+  const auto as_form = c.Post("/v1/translate", form, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(as_form);
+  EXPECT_EQ(as_form->status, 413);
+  EXPECT_NE(json::parse(as_form->body)["error"]["message"].get<std::string>().find("Content-Type: application/json"),
+            std::string::npos)
+      << as_form->body;
   const auto missing = c.Get("/v1/nothing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);

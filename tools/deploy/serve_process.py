@@ -11,7 +11,6 @@ import queue
 import signal
 import subprocess
 import threading
-import time
 
 
 class ServeProcess:
@@ -89,11 +88,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def deadline_after(seconds):
-    end = time.monotonic() + seconds
-    return lambda: max(0.0, end - time.monotonic())
 
 
 def ordo_binary(argument=None):

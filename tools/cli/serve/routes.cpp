@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <ctime>
 #include <deque>
 #include <mutex>
@@ -253,15 +254,23 @@ struct TokenStream {
   std::string id, model;
   std::int64_t created = 0;
   bool stream = false, logprobs = false;
+  bool include_usage = false;  // every event has "usage": null, and a last one the counts
   std::vector<Choice> choices;
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<std::string> events;  // server-sent events not yet written (stream)
 
   json chunk(std::size_t index, const std::string& text, json logprobs_json, json finish) const {
+    json event = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
+                  {"choices", json::array({{{"text", text}, {"index", index}, {"logprobs", std::move(logprobs_json)},
+                                            {"finish_reason", std::move(finish)}}})}};
+    if (include_usage) event["usage"] = nullptr;
+    return event;
+  }
+  // The last event with "stream_options": {"include_usage": true}, as OpenAI sends it.
+  json usage_chunk(json counts) const {
     return {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
-            {"choices", json::array({{{"text", text}, {"index", index}, {"logprobs", std::move(logprobs_json)},
-                                      {"finish_reason", std::move(finish)}}})}};
+            {"choices", json::array()}, {"usage", std::move(counts)}};
   }
   void push(const json& event) {
     {
@@ -354,6 +363,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   stream->created = created;
   stream->stream = request.stream;
   stream->logprobs = request.logprobs;
+  stream->include_usage = request.include_usage;
   for (const std::string& prompt : request.prompts) {
     stream->choices.emplace_back(request.stop);
     stream->choices.back().offset = prompt.size();
@@ -403,7 +413,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   auto status = std::make_shared<int>(200);  // what /metrics counts: 499 when the client left
   res.set_chunked_content_provider(
       "text/event-stream",
-      [&state, stream, future, client_gone, finish, status](std::size_t, httplib::DataSink& sink) {
+      [&state, stream, future, client_gone, finish, status, prompt_tokens](std::size_t, httplib::DataSink& sink) {
         const auto write = [&](const std::string& event) {
           if (*client_gone || !sink.write(event.data(), event.size())) *client_gone = true;
           return !*client_gone;
@@ -439,6 +449,9 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
           const auto ends = finish(outcome, completion_tokens);
           for (std::size_t i = 0; i < ends.size(); ++i)
             if (!write("data: " + dump(stream->chunk(i, ends[i].first, nullptr, ends[i].second)) + "\n\n")) return false;
+          if (stream->include_usage &&
+              !write("data: " + dump(stream->usage_chunk(usage(prompt_tokens, completion_tokens))) + "\n\n"))
+            return false;
         } catch (const Refusal& refusal) {
           *status = refusal.status;
           write("data: " + dump({{"error", {{"message", refusal.message}, {"type", refusal.type}}}}) + "\n\n");
@@ -519,7 +532,16 @@ void install_routes(httplib::Server& server, ServeState& state) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a route's own answer
     std::string message = "no such endpoint: " + req.method + " " + req.path +
                           " (POST /v1/translate, /translate, /v1/completions; GET /v1/models, /health, /metrics)";
-    if (res.status == 413)
+    // cpp-httplib (compiled into Debian's library) caps a form's body at 8192 bytes, and a
+    // form is what `curl -d` labels any body: JSON sent so must be told apart from a body
+    // over ordo's own limit, or the message would blame the wrong size.
+    const bool form = req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded");
+    if (res.status == 413 && form && std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) <= kMaxBodyBytes)
+      message = "a body labelled as a form (Content-Type: application/x-www-form-urlencoded, what curl -d sends) "
+                "may hold at most " + std::to_string(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+                " bytes: send JSON with the header Content-Type: application/json (up to " +
+                std::to_string(kMaxBodyBytes) + " bytes)";
+    else if (res.status == 413)
       message = "the request body is larger than " + std::to_string(kMaxBodyBytes) + " bytes: send fewer texts at once";
     else if (res.status != 404)
       message = "the request could not be read as HTTP";
