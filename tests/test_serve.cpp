@@ -388,8 +388,10 @@ TEST_F(Serve, OpenAIClientRequestsAreAnsweredAsOpenAIDoes) {
   const auto plain = c.Post("/v1/completions", headers, R"({"prompt":"Die","max_tokens":3,"temperature":0,"stream":true})",
                             "application/json");
   ASSERT_TRUE(plain);
-  for (const std::string& event : events(plain->body))
-    if (event != "[DONE]") EXPECT_FALSE(json::parse(event).contains("usage")) << event;
+  for (const std::string& event : events(plain->body)) {
+    if (event == "[DONE]") continue;
+    EXPECT_FALSE(json::parse(event).contains("usage")) << event;
+  }
   expect_refused(*server_, "/v1/completions", {{"prompt", "Die"}, {"stream_options", {{"include_usage", true}}}}, 400,
                  "stream_options");
   expect_refused(*server_, "/v1/completions",
