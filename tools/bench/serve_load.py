@@ -251,7 +251,7 @@ def main():
                 progress(rows[-1])
             for c in clients:
                 bodies = workload(endpoint, count(c))
-                if "server" in modes:
+                if "server" in modes and not (c == 1 and "serial" in modes):  # the serial row is that
                     rows.append(row(endpoint, "server", c, *run_server(server.port, endpoint, bodies, c)))
                     progress(rows[-1])
                 if "process" in modes:
