@@ -9,6 +9,7 @@ prints "ready:".
 import os
 import queue
 import signal
+import socket
 import subprocess
 import threading
 
@@ -84,7 +85,6 @@ class ServeProcess:
 
 def free_port():
     """A loopback port free now (for a program that cannot take port 0 and report it)."""
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
