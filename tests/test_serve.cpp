@@ -696,6 +696,32 @@ TEST(ServeFaults, ADrainPastItsTimeoutCutsWhatIsInFlightWith503AndExitsOne) {
   EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
 }
 
+// A streamed completion has sent its header when the drain runs out: it ends with an
+// error event (OpenAI's clients raise it) and [DONE], not a silently short text.
+TEST(ServeFaults, AStreamCutByTheDrainEndsWithAnErrorEvent) {
+  Server server({"--drain-timeout", "1"});
+  const std::string live = "ordo_live_sequences{model=\"german-llama\"}";
+  const json request = {{"model", "german-llama"}, {"prompt", std::vector<std::string>(3000, "Die Katze")},
+                        {"max_tokens", 60}, {"temperature", 0}, {"stream", true}};
+  auto in_flight = std::async(std::launch::async, [&] {
+    auto c = server.client();
+    const auto r = c.Post("/v1/completions", request.dump(), "application/json");
+    if (!r) throw std::runtime_error("no answer to the long stream");
+    return std::make_pair(r->status, r->body);
+  });
+  ASSERT_TRUE(Server::eventually([&] { return server.metric(live) > 0; })) << "the long stream never ran";
+  server.process().signal(SIGTERM);
+  const auto [status, body] = in_flight.get();
+  EXPECT_EQ(status, 200);  // sent before the cut
+  const std::vector<std::string> data = events(body);
+  ASSERT_GE(data.size(), 2u) << body.substr(0, 500);
+  EXPECT_EQ(data.back(), "[DONE]");
+  const json last = json::parse(data[data.size() - 2]);
+  ASSERT_TRUE(last.contains("error")) << last.dump();
+  EXPECT_NE(last["error"]["message"].get<std::string>().find("--drain-timeout"), std::string::npos) << last.dump();
+  EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
+}
+
 TEST(ServeFaults, ASecondSigtermCutsTheDrainAtOnce) {
   Server server({"--drain-timeout", "600"});
   const CutShort got = cut_short_request(server, [&] {
