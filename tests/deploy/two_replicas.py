@@ -33,7 +33,7 @@ import time
 
 SOURCE = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else pathlib.Path(__file__).resolve().parents[2])
 sys.path.insert(0, str(SOURCE / "tools" / "deploy"))
-from serve_process import ServeProcess, free_port, ordo_binary  # noqa: E402
+from serve_process import ServeProcess, die_with_parent, free_port, ordo_binary  # noqa: E402
 
 MODEL = SOURCE / "weights" / "sinusoidal"
 CONFIG = SOURCE / "tools" / "deploy" / "nginx" / "ordo.conf"
@@ -153,7 +153,8 @@ def main():
         config = nginx_config(directory, port, a.port, b.port)
         nginx_process = subprocess.Popen([nginx, "-p", str(directory), "-c", str(config), "-e",
                                           str(directory / "error.log")],
-                                         stdout=subprocess.DEVNULL, stderr=open(directory / "nginx.stderr", "w"))
+                                         stdout=subprocess.DEVNULL, stderr=open(directory / "nginx.stderr", "w"),
+                                         preexec_fn=die_with_parent)
 
         def nginx_answers():
             if nginx_process.poll() is not None:
@@ -185,14 +186,22 @@ def main():
             return result
 
         started = time.monotonic()
-        with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(CLIENTS)
+        try:
             futures = [pool.submit(send, i) for i in range(REQUESTS)]
             if not enough.wait(TOTAL_SECONDS):
                 fail(f"only {answered} of {REQUESTS} requests answered in {TOTAL_SECONDS} s")
             wait_until(lambda: live_sequences(a.port) > 0, 60, "replica A showed no request in flight")
             stopped_at = time.time()
             a.signal(signal.SIGTERM)
-            results = [f.result(timeout=max(1.0, TOTAL_SECONDS - (time.monotonic() - started))) for f in futures]
+            try:
+                results = [f.result(timeout=max(1.0, TOTAL_SECONDS - (time.monotonic() - started))) for f in futures]
+            except concurrent.futures.TimeoutError:
+                fail(f"the load did not end within {TOTAL_SECONDS} s")
+        finally:
+            # On a failure, requests not yet sent are dropped; those in flight end when
+            # nginx and the replicas are stopped below.
+            pool.shutdown(wait=False, cancel_futures=True)
 
         status_a = a.wait(60)
         if status_a != 0:

@@ -31,7 +31,6 @@ import concurrent.futures
 import http.client
 import json
 import math
-import os
 import pathlib
 import statistics
 import subprocess

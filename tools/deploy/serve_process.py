@@ -14,6 +14,14 @@ import subprocess
 import threading
 
 
+def die_with_parent():
+    """For Popen's preexec_fn: the child gets SIGKILL when this process dies, so that a
+    script killed by its caller (CTest's timeout) leaves no server or nginx behind."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class ServeProcess:
     """`ordo serve ARGS --port 0` running; stop() (or leaving a `with`) always ends it."""
 
@@ -22,7 +30,7 @@ class ServeProcess:
         self.log = open(log_path, "w") if log_path else None
         self.process = subprocess.Popen(
             [ordo, "serve", "--port", "0", *args],
-            stdout=subprocess.PIPE, stderr=self.log or subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=self.log or subprocess.DEVNULL, text=True, preexec_fn=die_with_parent)
         threading.Thread(target=self._read, daemon=True).start()
         try:
             listening = self.next_line(start_seconds)
