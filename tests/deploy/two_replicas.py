@@ -14,6 +14,8 @@
    exited 0 (its drain finished); A answered at least one request after its SIGTERM
    (it was in flight); no request was answered by two replicas (nginx's log: at most
    one upstream status 200 per request); B answered after A was gone.
+5. Then B stops too (exit 0), and nginx answers a request as ordo refuses one: 503 with
+   Retry-After and a JSON error (tools/deploy/nginx/ordo.conf's @no_replica).
 Every process is stopped at the end, whatever happens; every wait is bounded.
 Python's standard library only.
 """
@@ -219,6 +221,23 @@ def main():
         if wrong:
             fail(f"{len(wrong)} of {REQUESTS} requests got no complete, correct answer:\n  " + "\n  ".join(wrong[:10]))
 
+        # Every replica gone: nginx answers as ordo refuses (503, Retry-After, a JSON error).
+        status_b = b.stop()
+        if status_b != 0:
+            fail(f"replica B exited {status_b} after SIGTERM, not 0")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_SECONDS)
+        connection.request("POST", "/v1/translate", json.dumps({"text": "cats"}), {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        body = response.read()
+        connection.close()
+        if response.status != 503 or response.getheader("Retry-After") != "1":
+            fail(f"with no replica left, nginx answered {response.status} (Retry-After: "
+                 f"{response.getheader('Retry-After')}), not 503 with Retry-After: 1: {body[:200]!r}")
+        try:
+            json.loads(body)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            fail(f"with no replica left, nginx's 503 is not ordo's JSON error: {body[:200]!r}")
+
         # nginx's log: one line per request, which replicas it tried and what they said.
         nginx_process.send_signal(signal.SIGQUIT)  # graceful: the log is complete when it exits
         nginx_process.wait(30)
@@ -235,7 +254,7 @@ def main():
             retried += len(addresses) > 1
             after = float(stamp) > stopped_at
             by_a_after_sigterm += after and addresses[-1] == a_address and statuses[-1] == "200"
-            by_b_after += after and addresses[-1] == b_address
+            by_b_after += after and addresses[-1] == b_address and statuses[-1] == "200"
         if twice:
             fail(f"{twice} requests were answered 200 by two replicas (nginx's log: {directory / 'access.log'})")
         if by_a_after_sigterm == 0:
