@@ -701,7 +701,7 @@ TEST(ServeFaults, ADrainPastItsTimeoutCutsWhatIsInFlightWith503AndExitsOne) {
 TEST(ServeFaults, AStreamCutByTheDrainEndsWithAnErrorEvent) {
   Server server({"--drain-timeout", "1"});
   const std::string live = "ordo_live_sequences{model=\"german-llama\"}";
-  const json request = {{"model", "german-llama"}, {"prompt", std::vector<std::string>(3000, "Die Katze")},
+  const json request = {{"model", "german-llama"}, {"prompt", std::vector<std::string>(10000, "Die Katze")},
                         {"max_tokens", 60}, {"temperature", 0}, {"stream", true}};
   auto in_flight = std::async(std::launch::async, [&] {
     auto c = server.client();
