@@ -13,7 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <sstream>
@@ -344,6 +346,60 @@ TEST_F(Serve, StreamedTokensEqualTheWholeAnswer) {
   }
 }
 
+void expect_refused(const Server& server, const std::string& path, const json& body, int status,
+                    const std::string& param);
+
+// The requests of OpenAI's official client (the openai npm package 6.49.0, captured on
+// the wire): its headers, gzip accepted, and with "stream_options": {"include_usage":
+// true} a last event whose choices are empty and whose usage counts the tokens, the
+// same as the whole answer's ("usage": null on every other event).
+TEST_F(Serve, OpenAIClientRequestsAreAnsweredAsOpenAIDoes) {
+  const httplib::Headers headers{{"Accept", "application/json"},      {"User-Agent", "OpenAI/JS 6.49.0"},
+                                 {"X-Stainless-Retry-Count", "0"},     {"X-Stainless-Lang", "js"},
+                                 {"Authorization", "Bearer sk-unused"}, {"Accept-Language", "*"},
+                                 {"Sec-Fetch-Mode", "cors"},           {"Accept-Encoding", "gzip, deflate"}};
+  auto c = server_->client();
+  const auto whole = c.Post("/v1/completions", headers,
+                            R"({"model":"german-llama","prompt":"Die Katze","max_tokens":12,"temperature":0})",
+                            "application/json");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const json answer = json::parse(whole->body);
+  const auto streamed = c.Post(
+      "/v1/completions", headers,
+      R"({"model":"german-llama","prompt":"Die Katze","max_tokens":12,"temperature":0,"stream":true,)"
+      R"("stream_options":{"include_usage":true}})",
+      "application/json");
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  const std::vector<std::string> data = events(streamed->body);
+  ASSERT_GE(data.size(), 3u) << streamed->body;
+  ASSERT_EQ(data.back(), "[DONE]");
+  std::string text;
+  for (std::size_t e = 0; e + 2 < data.size(); ++e) {
+    const json chunk = json::parse(data[e]);
+    ASSERT_TRUE(chunk.contains("usage") && chunk["usage"].is_null()) << data[e];
+    text += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, answer["choices"][0]["text"]);
+  const json last = json::parse(data[data.size() - 2]);
+  EXPECT_TRUE(last["choices"].is_array() && last["choices"].empty()) << last.dump();
+  EXPECT_EQ(last["usage"], answer["usage"]);
+  // Without include_usage, no event has a usage key (OpenAI's shape); stream_options needs a stream.
+  const auto plain = c.Post("/v1/completions", headers, R"({"prompt":"Die","max_tokens":3,"temperature":0,"stream":true})",
+                            "application/json");
+  ASSERT_TRUE(plain);
+  for (const std::string& event : events(plain->body)) {
+    if (event == "[DONE]") continue;
+    EXPECT_FALSE(json::parse(event).contains("usage")) << event;
+  }
+  expect_refused(*server_, "/v1/completions", {{"prompt", "Die"}, {"stream_options", {{"include_usage", true}}}}, 400,
+                 "stream_options");
+  expect_refused(*server_, "/v1/completions",
+                 {{"prompt", "Die"}, {"stream", true}, {"stream_options", {{"include_usage", 1}}}}, 400,
+                 "stream_options.include_usage");
+}
+
 TEST_F(Serve, StopSequencesCutTheCompletionStreamedOrNot) {
   const json greedy = {{"prompt", "Die Katze"}, {"max_tokens", 24}, {"temperature", 0}};
   const std::string full = server_->post("/v1/completions", greedy).second["choices"][0]["text"];
@@ -424,6 +480,14 @@ TEST_F(Serve, BadRequestsAre400NamingTheField) {
   ASSERT_TRUE(malformed);
   EXPECT_EQ(malformed->status, 400);
   EXPECT_EQ(json::parse(malformed->body)["error"]["param"], "body");
+  // A number beyond a double is valid JSON's grammar but not a value nlohmann can hold:
+  // a 400, not a 500 "internal error" (found writing the requests fuzz target).
+  for (const char* path : {"/v1/translate", "/v1/completions", "/translate"}) {
+    const auto huge = c.Post(path, R"({"text": "cats", "prompt": "Die", "q": "cats", "temperature": 1e400})",
+                             "application/json");
+    ASSERT_TRUE(huge);
+    EXPECT_EQ(huge->status, 400) << path << ": " << huge->body;
+  }
   expect_refused(*server_, "/v1/translate", json::array({1}), 400, "body");
   expect_refused(*server_, "/v1/translate", {{"txt", "cats"}}, 400, "text");
   expect_refused(*server_, "/v1/translate", {{"text", 5}}, 400, "text");
@@ -452,6 +516,26 @@ TEST_F(Serve, BadRequestsAre400NamingTheField) {
   expect_refused(*server_, "/v1/completions", {{"prompt", "Die"}, {"model", "sinusoidal"}}, 400, "model");
 }
 
+// An answer is written in two pieces (header, then body). With Nagle's algorithm on, the
+// second waited for the client's delayed ACK: about 40 ms on most requests of a keep-alive
+// connection, whatever the work (found by tools/bench/serve_load.py: one sentence took
+// 44 ms through the server, 37 ms as a whole `ordo translate` process). The median is
+// compared, so a stall of the machine does not fail the test.
+TEST_F(Serve, KeepAliveAnswersDoNotWaitForDelayedAcks) {
+  auto c = server_->client();
+  c.set_keep_alive(true);
+  std::vector<double> milliseconds;
+  for (int i = 0; i < 21; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = c.Get("/health");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    milliseconds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(milliseconds.begin(), milliseconds.end());
+  EXPECT_LT(milliseconds[milliseconds.size() / 2], 20.0) << "median of 21 GET /health on one connection";
+}
+
 TEST_F(Serve, TooLargeBodiesAre413AndUnknownPaths404) {
   auto c = server_->client();
   const std::string huge = json{{"text", std::string(2 << 20, 'a')}}.dump();
@@ -459,6 +543,15 @@ TEST_F(Serve, TooLargeBodiesAre413AndUnknownPaths404) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);
   EXPECT_TRUE(json::parse(r->body)["error"].contains("message"));
+  // JSON labelled as a form (curl -d's default) over cpp-httplib's 8192-byte form limit:
+  // the 413 says so, instead of blaming ordo's 1 MiB limit.
+  const std::string form = json{{"text", std::string(10000, 'a')}}.dump();
+  const auto as_form = c.Post("/v1/translate", form, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(as_form);
+  EXPECT_EQ(as_form->status, 413);
+  EXPECT_NE(json::parse(as_form->body)["error"]["message"].get<std::string>().find("Content-Type: application/json"),
+            std::string::npos)
+      << as_form->body;
   const auto missing = c.Get("/v1/nothing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
@@ -552,7 +645,7 @@ TEST(ServeFaults, AFullQueueIs503WithRetryAfter) {
 }
 
 TEST(ServeFaults, SigtermFinishesTheRequestsInFlightAndExitsZero) {
-  Server server;
+  Server server({"--drain-timeout", "600"});  // the bound is tested below: here, never reached
   const std::string live = "ordo_live_sequences{model=\"sinusoidal\"}";
   const json job = long_job(400);
   auto in_flight = std::async(std::launch::async, [&] { return server.post("/v1/translate", job); });
@@ -567,11 +660,89 @@ TEST(ServeFaults, SigtermFinishesTheRequestsInFlightAndExitsZero) {
   EXPECT_FALSE(c.Get("/health")) << "still accepting after SIGTERM";
 }
 
+// A request that outlasts the drain: cut at a decoder step, answered 503 with
+// Retry-After (a load balancer sends it elsewhere), and ordo exits 1 saying so. The
+// long job would take far longer than the test waits.
+struct CutShort {
+  int status = 0;
+  std::string retry_after, message;
+};
+
+CutShort cut_short_request(Server& server, const std::function<void()>& stop) {
+  const std::string live = "ordo_live_sequences{model=\"sinusoidal\"}";
+  auto in_flight = std::async(std::launch::async, [&] {
+    auto c = server.client();
+    const auto r = c.Post("/v1/translate", long_job(4000).dump(), "application/json");
+    if (!r) throw std::runtime_error("no answer to the long job");
+    const json body = json::parse(r->body, nullptr, false);
+    return CutShort{r->status, r->get_header_value("Retry-After"),
+                    body.is_object() && body.contains("error") ? body["error"].value("message", "") : r->body};
+  });
+  if (!Server::eventually([&] { return server.metric(live) > 0; })) throw std::runtime_error("the long job never ran");
+  const auto start = std::chrono::steady_clock::now();
+  stop();
+  const CutShort got = in_flight.get();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0)
+      << "the drain was not cut short";
+  return got;
+}
+
+TEST(ServeFaults, ADrainPastItsTimeoutCutsWhatIsInFlightWith503AndExitsOne) {
+  Server server({"--drain-timeout", "1"});
+  const CutShort got = cut_short_request(server, [&] { server.process().signal(SIGTERM); });
+  EXPECT_EQ(got.status, 503) << got.message;
+  EXPECT_EQ(got.retry_after, "1");
+  EXPECT_NE(got.message.find("--drain-timeout"), std::string::npos) << got.message;
+  EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
+}
+
+// A streamed completion has sent its header when the drain runs out: it ends with an
+// error event (OpenAI's clients raise it) and [DONE], not a silently short text.
+TEST(ServeFaults, AStreamCutByTheDrainEndsWithAnErrorEvent) {
+  Server server({"--drain-timeout", "1"});
+  const std::string live = "ordo_live_sequences{model=\"german-llama\"}";
+  const json request = {{"model", "german-llama"}, {"prompt", std::vector<std::string>(10000, "Die Katze")},
+                        {"max_tokens", 60}, {"temperature", 0}, {"stream", true}};
+  auto in_flight = std::async(std::launch::async, [&] {
+    auto c = server.client();
+    const auto r = c.Post("/v1/completions", request.dump(), "application/json");
+    if (!r) throw std::runtime_error("no answer to the long stream");
+    return std::make_pair(r->status, r->body);
+  });
+  ASSERT_TRUE(Server::eventually([&] { return server.metric(live) > 0; })) << "the long stream never ran";
+  server.process().signal(SIGTERM);
+  const auto [status, body] = in_flight.get();
+  EXPECT_EQ(status, 200);  // sent before the cut
+  const std::vector<std::string> data = events(body);
+  ASSERT_GE(data.size(), 2u) << body.substr(0, 500);
+  EXPECT_EQ(data.back(), "[DONE]");
+  const json last = json::parse(data[data.size() - 2]);
+  ASSERT_TRUE(last.contains("error")) << last.dump();
+  EXPECT_NE(last["error"]["message"].get<std::string>().find("--drain-timeout"), std::string::npos) << last.dump();
+  EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
+}
+
+TEST(ServeFaults, ASecondSigtermCutsTheDrainAtOnce) {
+  Server server({"--drain-timeout", "600"});
+  const CutShort got = cut_short_request(server, [&] {
+    server.process().signal(SIGTERM);
+    // Signals of one kind do not queue: the second must come after the first was taken.
+    const std::string line = server.process().read_line(kRequestSeconds);
+    EXPECT_NE(line.find("SIGTERM: no new connections"), std::string::npos) << line;
+    server.process().signal(SIGTERM);
+  });
+  EXPECT_EQ(got.status, 503) << got.message;
+  EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
+}
+
 TEST(ServeCli, BadFlagsAreUsageErrors) {
   auto r = run_ordo("serve --port 70000");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = run_ordo("serve --max-batch 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_ordo("serve --drain-timeout -1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--drain-timeout"), std::string::npos) << r.err;
   r = run_ordo("serve --model a=" + shell_quote(kTranslationModel) + " --model a=" + shell_quote(kLanguageModel) +
                " --port 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -6,7 +6,7 @@ its tensor names, dtypes and metadata as published, its dimensions scaled down (
 128 -> 8, ...) and each tensor's data the first bytes of the real tensor's data; its
 config.json with the same dimensions scaled, so that config and weights load together;
 the same weights split over two shards with a Hugging Face index; and input lines from
-weights/data plus the hostile texts of issue 11. Only Python's standard library is used.
+weights/data plus the hostile texts of issue 11; and ordo serve's request bodies. Only Python's standard library is used.
 Run it again after the shipped models change:  python3 tests/fuzz/make_corpus.py
 """
 import json
@@ -102,6 +102,25 @@ def main():
               b"\xed\xa0\x80", b"cats \xe2\x82", b"cats\x00chase\tdogs\r", b"   \t "]
     for k, line in enumerate(lines):
         write("tokenizer", f"line-{k:02d}", line)
+
+    # ordo serve's request bodies: what its clients send (README's curl lines, an OpenAI
+    # client's completions request with its nulls, LibreTranslate's), and near misses.
+    requests = [
+        {"text": ["cats chase dogs", "birds sing"], "beam_size": 4},
+        {"text": "cats chase dogs", "model": "en-de", "num_hypotheses": 2, "beam_size": 2, "max_length": 20},
+        {"text": ["cats"], "sampling": True, "temperature": 0.8, "top_k": 5, "top_p": 0.9, "seed": 7,
+         "source_lang": "en", "target_lang": "de"},
+        {"model": "german-llama", "prompt": "Die Katze", "max_tokens": 12, "temperature": 0},
+        {"model": "german-llama", "prompt": ["Die Katze", "Der Hund"], "max_tokens": 16, "temperature": 0.7,
+         "top_p": 1, "seed": 3, "stop": ["\n", "."], "stream": True, "logprobs": 0, "n": 1, "best_of": 1,
+         "echo": False, "suffix": None, "user": "x", "frequency_penalty": 0, "presence_penalty": 0},
+        {"q": "cats chase dogs", "source": "en", "target": "de", "format": "text", "api_key": ""},
+        {"q": ["cats", "dogs"], "source": "auto", "target": "de"},
+        {"text": "cats", "beam_size": 18446744073709551615, "seed": -1, "temperature": 1e308},
+    ]
+    for k, body in enumerate(requests):
+        write("requests", f"body-{k:02d}.json", json.dumps(body).encode())
+    write("requests", "not-an-object", b'["cats", 1, null, true, {"text": {}}]')
 
 
 if __name__ == "__main__":

@@ -7,14 +7,15 @@
 // The endpoints are in tools/cli/serve/routes.h, the request fields in requests.h, and
 // what runs together in scheduler.h. The server binds 127.0.0.1 unless --host says
 // otherwise; SIGTERM (or Ctrl-C) stops accepting, finishes every request in flight and
-// exits 0.
+// exits 0, within --drain-timeout (past it, or at a second signal, what is left is cut
+// and answered 503, and ordo exits 1).
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <iostream>
 #include <memory>
-#include <pthread.h>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "tools/cli/common.h"
 #include "tools/cli/serve/routes.h"
 #include "tools/cli/serve/scheduler.h"
+#include "tools/cli/serve/stop_signals.h"
 
 namespace ordo::tools {
 
@@ -37,6 +39,9 @@ struct ServeOptions {
   int max_batch = 32;
   int max_queue = 64;
   std::string api_key;
+  // Seconds a SIGTERM waits for the requests in flight: under the 30 s Kubernetes grants
+  // a pod (and systemd's 90 s) before SIGKILL, so the cut requests are still answered.
+  int drain_timeout = 20;
 };
 
 struct ModelSpec {
@@ -73,18 +78,13 @@ std::vector<ModelSpec> model_specs(const ServeOptions& options) {
   return specs;
 }
 
+const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+
 void run_serve(const ServeOptions& options) {
   const std::vector<ModelSpec> specs = model_specs(options);
 
-  // SIGTERM and SIGINT are taken by sigwait below, not by a handler: blocked here, before
-  // any thread starts, every thread inherits the mask. A client gone mid-answer must not
-  // kill the server with SIGPIPE.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  // Before any thread starts: the threads ordo starts inherit the block (tools/cli/serve/stop_signals.h).
+  serve::StopSignals stop_signals;
 
   serve::ServeState state;
   state.api_key = options.api_key;
@@ -94,6 +94,9 @@ void run_serve(const ServeOptions& options) {
   const std::size_t handlers =
       std::min<std::size_t>(specs.size() * static_cast<std::size_t>(options.max_queue + options.max_batch) + 4, 1024);
   server.new_task_queue = [handlers] { return new httplib::ThreadPool(handlers); };
+  // httplib writes an answer's header and body separately: with Nagle's algorithm the body
+  // waited for the client's delayed ACK, 40 ms on most answers of a keep-alive connection.
+  server.set_tcp_nodelay(true);
   serve::install_routes(server, state);
 
   int port = options.port;
@@ -104,7 +107,11 @@ void run_serve(const ServeOptions& options) {
                 "another program may use the port (choose one with --port), or --host is not an address of this machine");
   std::cout << "ordo serve: listening on http://" << options.host << ":" << port << " (loading "
             << specs.size() << (specs.size() == 1 ? " model)" : " models)") << std::endl;
-  std::thread http([&server] { server.listen_after_bind(); });
+  std::atomic<bool> http_done{false};
+  std::thread http([&server, &http_done] {
+    server.listen_after_bind();
+    http_done = true;
+  });
   // stop() does nothing before listening has begun: a model that fails to load must not
   // leave the listener running behind it.
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -131,15 +138,36 @@ void run_serve(const ServeOptions& options) {
     std::cout << ' ' << m.name << (m.model.is_decoder_only() ? " (/v1/completions)" : " (/v1/translate, /translate)");
   std::cout << std::endl;
 
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
+  // Until a signal: polled, since the handler may run on a thread not ours.
+  stop_signals.unblock_here();
+  while (!stop_signals.wait_beyond(0, std::chrono::hours(1))) {
+  }
   state.draining = true;
-  std::cout << "ordo serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
-            << ": no new connections; finishing the requests in flight" << std::endl;
+  std::cout << "ordo serve: " << signal_name(stop_signals.first())
+            << ": no new connections; finishing the requests in flight (at most " << options.drain_timeout
+            << " s, or until a second signal)" << std::endl;
   server.stop();  // returns at once; listen_after_bind returns when every handler has
+  // The drain is bounded: a supervisor (systemd, Kubernetes) kills a process that
+  // outlives its grace period, and then every request in flight would be lost without an
+  // answer. Past --drain-timeout, or at a second SIGTERM or Ctrl-C, what is still in
+  // flight is cut at its next decoder step and answered 503 with Retry-After.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.drain_timeout);
+  while (!http_done) {
+    const bool second = stop_signals.wait_beyond(1, std::chrono::milliseconds(50));
+    if (!state.drain_expired && (second || std::chrono::steady_clock::now() >= deadline)) {
+      state.drain_expired = true;
+      std::cout << "ordo serve: " << (second ? "a second signal" : "the drain timeout passed")
+                << ": cutting the requests still in flight" << std::endl;
+    }
+  }
   http.join();
   for (serve::ServedModel& m : state.models) m.scheduler->stop();
   std::cout << "ordo serve: stopped" << std::endl;
+  if (state.cut_short > 0)
+    throw Error("ordo serve", "the drain was cut short: " + std::to_string(state.cut_short.load()) +
+                                  " request(s) in flight were answered 503 (Retry-After) instead of finishing",
+                "give long requests more time with --drain-timeout SECONDS (now " +
+                    std::to_string(options.drain_timeout) + ")");
 }
 
 }  // namespace
@@ -157,7 +185,8 @@ void setup_serve(CLI::App& app) {
       "Retry-After), and each time the model is free, the waiting texts with the same options\n"
       "(up to --max-batch) are decoded as one batch. Binds 127.0.0.1 unless --host says\n"
       "otherwise. SIGTERM or Ctrl-C: no new connections, every request in flight is\n"
-      "answered, exit 0. Try: ordo serve, then\n"
+      "answered, exit 0 (within --drain-timeout; what remains then is answered 503, exit 1).\n"
+      "Try: ordo serve, then\n"
       "  curl -s localhost:8080/v1/translate -d '{\"text\": \"cats chase dogs\"}'");
   command
       ->add_option("-m,--model", options->models,
@@ -184,6 +213,13 @@ void setup_serve(CLI::App& app) {
                       "clients may send \"api_key\" instead)")
       ->envname("ORDO_API_KEY")
       ->type_name("KEY");
+  command
+      ->add_option("--drain-timeout", options->drain_timeout,
+                   "Seconds SIGTERM (or Ctrl-C) waits for the requests in flight; past it, or at a second signal, "
+                   "they are cut and answered 503 with Retry-After, and ordo exits 1 (0: cut at once)")
+      ->check(CLI::Range(0, 86400))
+      ->type_name("SECONDS")
+      ->capture_default_str();
   command->callback([options] { run_serve(*options); });
 }
 

@@ -2,7 +2,8 @@
 # Installs what ordo needs from Debian's apt, skipping what is already there.
 #   tools/scripts/install_deps.sh          build dependencies
 #   tools/scripts/install_deps.sh --test   plus PyTorch/NumPy/SentencePiece for Python (the test oracle),
-#                                  tmux (the progress bar's test) and pytest (the bindings' tests)
+#                                  tmux (the progress bar's test), pytest (the bindings' tests) and
+#                                  nginx (ordo serve's replicas behind it, tests/deploy)
 #   tools/scripts/install_deps.sh --fuzz   plus clang and its runtime libraries (libFuzzer, the
 #                                  sanitizers' runtimes), for tools/scripts/fuzz.sh
 # Flags combine: tools/scripts/install_deps.sh --test --fuzz.
@@ -20,7 +21,9 @@ for flag in "$@"; do
   case "$flag" in
     # tmux: the progress bar's test reads a real terminal's screen.
     # pytest: the Python bindings' suite (tools/python/tests).
-    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece tmux python3-pytest) ;;
+    # nginx: two ordo serve replicas behind it (tests/deploy/two_replicas.py); the test runs
+    # it as the current user with its own prefix, never the system's service.
+    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece tmux python3-pytest nginx) ;;
     # libclang-rt-14-dev (libFuzzer) is only a Recommends of clang, which
     # --no-install-recommends below would skip.
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;

@@ -87,6 +87,10 @@ json parse_object(const std::string& body) {
     parsed = json::parse(body);
   } catch (const json::parse_error& e) {
     throw BadRequest("body", std::string("is not valid JSON (") + e.what() + ")");
+  } catch (const json::exception& e) {
+    // Valid JSON that no value here can hold: a number beyond a double (1e400) is
+    // out_of_range, not a parse_error (found writing the requests fuzz target).
+    throw BadRequest("body", std::string("holds a value out of range (") + e.what() + ")");
   }
   if (!parsed.is_object()) throw BadRequest("body", "must be a JSON object, got " + type_name(parsed));
   return parsed;
@@ -156,6 +160,14 @@ CompletionRequest parse_completion(const json& body) {
       if (request.stop[i].empty()) throw BadRequest("stop[" + std::to_string(i) + "]", "is empty: a stop sequence needs text");
   }
   if (const json* v = field(body, "stream")) request.stream = boolean(*v, "stream");
+  // OpenAI's clients send it to have usage counted when streaming (the last event, its
+  // choices empty); OpenAI refuses it without "stream": true, and so does ordo.
+  if (const json* v = field(body, "stream_options")) {
+    if (!v->is_object()) throw BadRequest("stream_options", "must be an object, got " + type_name(*v));
+    if (!request.stream) throw BadRequest("stream_options", "is only allowed with \"stream\": true");
+    if (const json* usage = field(*v, "include_usage"))
+      request.include_usage = boolean(*usage, "stream_options.include_usage");
+  }
   if (const json* v = field(body, "logprobs")) {
     if (integer(*v, "logprobs", 0, 5) > 0)
       throw BadRequest("logprobs", "ordo returns the chosen tokens' log-probabilities, not the top alternatives: give 0");

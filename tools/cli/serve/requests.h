@@ -49,6 +49,7 @@ struct CompletionRequest {
   DecodingOptions decoding;          // temperature 0: greedy; else sampling with temperature, top_p, seed
   std::vector<std::string> stop;     // up to 4 sequences that end a completion (not included)
   bool stream = false;
+  bool include_usage = false;        // "stream_options": {"include_usage": true}: usage in a last event
   bool logprobs = false;             // "logprobs": 0 (the chosen tokens' log-probabilities)
 };
 CompletionRequest parse_completion(const nlohmann::json& body);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <ctime>
 #include <deque>
 #include <mutex>
@@ -132,10 +133,18 @@ void check_length(const ServedModel& m, int length, const std::string& field) {
                                 std::to_string(m.model.max_output_tokens()) + " tokens)");
 }
 
+// What a request cut short by the end of the drain is told: it was not done, and
+// another server (or this one, restarted) may do it.
+Refusal cut_short(ServeState& state) {
+  ++state.cut_short;
+  return {503, "the server shut down before this request was done (ordo serve --drain-timeout): send it again", "",
+          "server_error", 1};
+}
+
 // Queues a job for the request's client and waits for it.
-Outcome run(ServedModel& m, Job job, const httplib::Request& req) {
+Outcome run(ServeState& state, ServedModel& m, Job job, const httplib::Request& req) {
   auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port, req.local_port);
-  job.abandoned = [watch] { return watch->gone(); };
+  job.abandoned = [watch, &state] { return state.drain_expired || watch->gone(); };
   std::future<Outcome> future;
   try {
     future = m.scheduler->submit(std::move(job));
@@ -145,6 +154,7 @@ Outcome run(ServedModel& m, Job job, const httplib::Request& req) {
     throw Refusal{503, e.what(), "", "server_error", 1};
   }
   Outcome outcome = future.get();
+  if (outcome.cancelled && state.drain_expired) throw cut_short(state);
   if (outcome.cancelled) throw Refusal{kClientClosed, "the client closed the connection", "", "server_error"};
   if (!outcome.error.empty()) throw Refusal{500, outcome.error, "", "server_error"};
   return outcome;
@@ -161,7 +171,7 @@ void translate(ServeState& state, const httplib::Request& req, httplib::Response
   job.kind = Job::Kind::Translate;
   job.decoding = request.decoding;
   job.texts = request.texts;
-  const Outcome outcome = run(m, std::move(job), req);
+  const Outcome outcome = run(state, m, std::move(job), req);
   json translations = json::array();
   for (const Translation& t : outcome.translations) {
     if (!t.ok()) {
@@ -213,7 +223,7 @@ void libretranslate(ServeState& state, const httplib::Request& req, httplib::Res
   Job job;
   job.kind = Job::Kind::Translate;
   job.texts = request.texts;
-  const Outcome outcome = run(m, std::move(job), req);
+  const Outcome outcome = run(state, m, std::move(job), req);
   json translated = json::array();
   for (std::size_t i = 0; i < outcome.translations.size(); ++i) {
     const Translation& t = outcome.translations[i];
@@ -244,15 +254,23 @@ struct TokenStream {
   std::string id, model;
   std::int64_t created = 0;
   bool stream = false, logprobs = false;
+  bool include_usage = false;  // every event has "usage": null, and a last one the counts
   std::vector<Choice> choices;
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<std::string> events;  // server-sent events not yet written (stream)
 
   json chunk(std::size_t index, const std::string& text, json logprobs_json, json finish) const {
+    json event = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
+                  {"choices", json::array({{{"text", text}, {"index", index}, {"logprobs", std::move(logprobs_json)},
+                                            {"finish_reason", std::move(finish)}}})}};
+    if (include_usage) event["usage"] = nullptr;
+    return event;
+  }
+  // The last event with "stream_options": {"include_usage": true}, as OpenAI sends it.
+  json usage_chunk(json counts) const {
     return {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
-            {"choices", json::array({{{"text", text}, {"index", index}, {"logprobs", std::move(logprobs_json)},
-                                      {"finish_reason", std::move(finish)}}})}};
+            {"choices", json::array()}, {"usage", std::move(counts)}};
   }
   void push(const json& event) {
     {
@@ -323,7 +341,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   const std::string id = completion_id();
   const std::int64_t created = std::time(nullptr);
   if (!request.stream && !request.logprobs && request.stop.empty()) {  // batched with other requests
-    const Outcome outcome = run(m, std::move(job), req);
+    const Outcome outcome = run(state, m, std::move(job), req);
     json choices = json::array();
     std::int64_t completion_tokens = 0;
     for (std::size_t i = 0; i < outcome.generations.size(); ++i) {
@@ -345,6 +363,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   stream->created = created;
   stream->stream = request.stream;
   stream->logprobs = request.logprobs;
+  stream->include_usage = request.include_usage;
   for (const std::string& prompt : request.prompts) {
     stream->choices.emplace_back(request.stop);
     stream->choices.back().offset = prompt.size();
@@ -364,7 +383,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   };
 
   if (!request.stream) {
-    const Outcome outcome = run(m, std::move(job), req);
+    const Outcome outcome = run(state, m, std::move(job), req);
     std::int64_t completion_tokens = 0;
     const auto ends = finish(outcome, completion_tokens);
     json choices = json::array();
@@ -381,7 +400,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   // on this same thread once the handler returns.
   auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port, req.local_port);
   auto client_gone = std::make_shared<std::atomic<bool>>(false);
-  job.abandoned = [watch, client_gone] { return *client_gone || watch->gone(); };
+  job.abandoned = [watch, client_gone, &state] { return state.drain_expired || *client_gone || watch->gone(); };
   std::shared_ptr<std::future<Outcome>> future;
   try {
     future = std::make_shared<std::future<Outcome>>(m.scheduler->submit(std::move(job)));
@@ -394,7 +413,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   auto status = std::make_shared<int>(200);  // what /metrics counts: 499 when the client left
   res.set_chunked_content_provider(
       "text/event-stream",
-      [stream, future, client_gone, finish, status](std::size_t, httplib::DataSink& sink) {
+      [&state, stream, future, client_gone, finish, status, prompt_tokens](std::size_t, httplib::DataSink& sink) {
         const auto write = [&](const std::string& event) {
           if (*client_gone || !sink.write(event.data(), event.size())) *client_gone = true;
           return !*client_gone;
@@ -418,16 +437,21 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
           if (done) break;
         }
         const Outcome outcome = future->get();
-        if (outcome.cancelled) {
+        if (outcome.cancelled && !state.drain_expired) {
           *status = kClientClosed;
           return false;
         }
         try {
+          // Its header is sent: the client learns of the cut from an error event.
+          if (outcome.cancelled) throw cut_short(state);
           if (!outcome.error.empty()) throw Refusal{500, outcome.error, "", "server_error"};
           std::int64_t completion_tokens = 0;
           const auto ends = finish(outcome, completion_tokens);
           for (std::size_t i = 0; i < ends.size(); ++i)
             if (!write("data: " + dump(stream->chunk(i, ends[i].first, nullptr, ends[i].second)) + "\n\n")) return false;
+          if (stream->include_usage &&
+              !write("data: " + dump(stream->usage_chunk(usage(prompt_tokens, completion_tokens))) + "\n\n"))
+            return false;
         } catch (const Refusal& refusal) {
           *status = refusal.status;
           write("data: " + dump({{"error", {{"message", refusal.message}, {"type", refusal.type}}}}) + "\n\n");
@@ -508,7 +532,16 @@ void install_routes(httplib::Server& server, ServeState& state) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a route's own answer
     std::string message = "no such endpoint: " + req.method + " " + req.path +
                           " (POST /v1/translate, /translate, /v1/completions; GET /v1/models, /health, /metrics)";
-    if (res.status == 413)
+    // cpp-httplib (compiled into Debian's library) caps a form's body at 8192 bytes, and a
+    // form is what `curl -d` labels any body: JSON sent so must be told apart from a body
+    // over ordo's own limit, or the message would blame the wrong size.
+    const bool form = req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded");
+    if (res.status == 413 && form && std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) <= kMaxBodyBytes)
+      message = "a body labelled as a form (Content-Type: application/x-www-form-urlencoded, what curl -d sends) "
+                "may hold at most " + std::to_string(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+                " bytes: send JSON with the header Content-Type: application/json (up to " +
+                std::to_string(kMaxBodyBytes) + " bytes)";
+    else if (res.status == 413)
       message = "the request body is larger than " + std::to_string(kMaxBodyBytes) + " bytes: send fewer texts at once";
     else if (res.status != 404)
       message = "the request could not be read as HTTP";

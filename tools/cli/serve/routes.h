@@ -44,6 +44,12 @@ struct ServeState {
   Metrics metrics;
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
+  // Set when the drain has run out of time (ordo serve --drain-timeout, or a second
+  // SIGTERM): every job in flight counts as abandoned, so its scheduler drops it or stops
+  // it at the next decoder step, and its client gets 503 with Retry-After (a load
+  // balancer sends it to another replica: no answer had begun).
+  std::atomic<bool> drain_expired{false};
+  std::atomic<std::size_t> cut_short{0};  // requests answered so, for the exit message
 
   // The model a request names ("": the default); nullptr when none has that name.
   ServedModel* find(const std::string& name);
