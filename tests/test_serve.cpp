@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <sstream>
@@ -796,6 +798,37 @@ TEST(ServeRequests, StopTextHoldsBackOnlyWhatCouldBeAStop) {
   all += none.flush();
   EXPECT_EQ(all, "caf\xc3\xa9 z");
   EXPECT_FALSE(none.stopped());
+}
+
+// A multilingual model (NLLB-200's layout, a random parity model from the oracle):
+// source_lang and target_lang apply as `ordo translate --source-lang/--target-lang`
+// apply them (the oracle's reference ids, the target's code first); a missing or
+// unknown code is a 400 naming the field and listing the model's codes.
+TEST(ServeLanguages, SourceAndTargetLangTranslateAsTheOracleAndBadCodesAre400) {
+  const std::filesystem::path parity = ORDO_PARITY_DIR;
+  const std::string name = json::parse(std::ifstream(parity / "index.json")).at("m2m100_models").at(0);
+  const json reference = json::parse(std::ifstream(parity / name / "reference.json"));
+  Server server({"--model", "nllb=" + (parity / name).string()});
+  const json& c = reference.at("translations").at(0);
+  const auto [status, answer] = server.post(
+      "/v1/translate", {{"model", "nllb"}, {"text", c.at("text")}, {"source_lang", c.at("source_lang")},
+                        {"target_lang", c.at("target_lang")}, {"max_length", c.at("ids").size()}});
+  ASSERT_EQ(status, 200) << answer.dump();
+  EXPECT_EQ(answer["translations"][0]["ids"], c.at("ids"));
+  const json base = {{"model", "nllb"}, {"text", "cats"}, {"source_lang", c.at("source_lang")},
+                     {"target_lang", c.at("target_lang")}};
+  json missing = base;
+  missing.erase("target_lang");
+  json unknown = base;
+  unknown["source_lang"] = "xxx_Xxxx";
+  for (const auto& [body, field] : {std::pair{missing, "target_lang"}, {unknown, "source_lang"}}) {
+    const auto [code, refused] = server.post("/v1/translate", body);
+    EXPECT_EQ(code, 400) << refused.dump();
+    EXPECT_EQ(refused["error"]["param"], field) << refused.dump();
+    EXPECT_NE(refused["error"]["message"].get<std::string>().find(c.at("target_lang").get<std::string>()),
+              std::string::npos)
+        << "the codes are listed: " << refused.dump();
+  }
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ struct TranslateRequest {
   std::vector<std::string> texts;  // "text": a string is one text
   DecodingOptions decoding;        // beam_size, num_hypotheses, max_length, sampling, temperature, top_k, top_p, seed
   bool hypotheses = false;         // num_hypotheses > 1: every hypothesis is returned
-  std::string source_lang, target_lang;  // checked for type only: an ordo model translates one pair
+  // A multilingual model's codes (NLLB's "eng_Latn"); ignored by a model that translates one pair.
+  std::string source_lang, target_lang;
 };
 TranslateRequest parse_translate(const nlohmann::json& body);
 

@@ -171,6 +171,25 @@ void translate(ServeState& state, const httplib::Request& req, httplib::Response
   job.kind = Job::Kind::Translate;
   job.decoding = request.decoding;
   job.texts = request.texts;
+  if (!m.model.language_codes().empty()) {
+    // A multilingual model: both codes, known to it, or 400 naming the field (and the codes).
+    job.source_lang = request.source_lang;
+    job.target_lang = request.target_lang;
+    TranslatorOptions languages;
+    languages.source_lang = job.source_lang;
+    languages.target_lang = job.target_lang;
+    try {
+      const Translator check(m.model, languages);  // an unknown code: OptionError listing the codes
+      for (const auto& [field, code] : {std::pair{"source_lang", &job.source_lang}, {"target_lang", &job.target_lang}})
+        if (code->empty()) {
+          std::string codes;
+          for (const std::string& c : m.model.language_codes()) codes += (codes.empty() ? "" : ", ") + c;
+          throw OptionError(field, "this model translates between languages and needs a language code, one of: " + codes);
+        }
+    } catch (const OptionError& e) {
+      throw BadRequest(e.field(), e.problem());
+    }
+  }
   const Outcome outcome = run(state, m, std::move(job), req);
   json translations = json::array();
   for (const Translation& t : outcome.translations) {

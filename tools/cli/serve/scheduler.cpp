@@ -13,6 +13,10 @@ struct Abandoned {};
 // Thrown from a streamed token when the job's on_token ends its text.
 struct TextEnded {};
 
+bool same_languages(const Job& a, const Job& b) {
+  return a.source_lang == b.source_lang && a.target_lang == b.target_lang;
+}
+
 bool same_decoding(const DecodingOptions& a, const DecodingOptions& b) {
   return a.beam_size == b.beam_size && a.n_best == b.n_best && a.length_penalty == b.length_penalty &&
          a.max_length == b.max_length && a.min_length == b.min_length &&
@@ -119,7 +123,7 @@ std::vector<BatchScheduler::Waiting> BatchScheduler::next_batch() {
     if (!joins) {
       const Job& first = batch.front().job;
       joins = !runs_alone(first) && !runs_alone(job) && job.kind == first.kind &&
-              same_decoding(job.decoding, first.decoding) &&
+              same_decoding(job.decoding, first.decoding) && same_languages(job, first) &&
               texts + job.texts.size() <= static_cast<std::size_t>(limits_.max_batch);
     }
     if (!joins) {
@@ -152,6 +156,8 @@ void BatchScheduler::run(std::vector<Waiting>& batch) {
       if (!translator_) throw Error("model " + name_, "is decoder-only: it continues prompts", "use /v1/completions");
       TranslatorOptions options = translator_->options();
       options.decoding = first.decoding;
+      options.source_lang = first.source_lang;
+      options.target_lang = first.target_lang;
       options.interrupt = interrupt;
       std::vector<Translation> results = translator_->with_options(options).translate_batch(texts);
       for (std::size_t j = 0; j < batch.size(); ++j)

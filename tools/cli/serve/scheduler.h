@@ -35,6 +35,8 @@ struct Job {
   enum class Kind { Translate, Complete };
   Kind kind = Kind::Translate;
   DecodingOptions decoding;
+  // Translate, a model with language codes: TranslatorOptions::source_lang / target_lang.
+  std::string source_lang, target_lang;
   std::vector<std::string> texts;  // sources (Translate) or prompts (Complete)
   // Complete only: when set, the job runs alone, prompt by prompt, and receives each
   // token of prompt i as it is chosen (Generator::generate_streamed); returning false
