@@ -186,7 +186,7 @@ void print_table(const std::vector<nlohmann::json>& rows) {
   std::string shown_tokens;
   for (const auto& r : rows) {
     const std::string tokens = join(r["a"]["tokens"]) + "\n" + join(r["b"]["tokens"]);
-    if (tokens == shown_tokens) continue;  // every shipped model shares one tokenizer
+    if (tokens == shown_tokens) continue;  // models that share a tokenizer show its tokens once
     shown_tokens = tokens;
     std::cout << "A: " << r["a"]["text"].get<std::string>() << "\n   tokens: " << join(r["a"]["tokens"])
               << "\nB: " << r["b"]["text"].get<std::string>() << "\n   tokens: " << join(r["b"]["tokens"])
