@@ -175,17 +175,9 @@ void translate(ServeState& state, const httplib::Request& req, httplib::Response
     // A multilingual model: both codes, known to it, or 400 naming the field (and the codes).
     job.source_lang = request.source_lang;
     job.target_lang = request.target_lang;
-    TranslatorOptions languages;
-    languages.source_lang = job.source_lang;
-    languages.target_lang = job.target_lang;
     try {
-      const Translator check(m.model, languages);  // an unknown code: OptionError listing the codes
-      for (const auto& [field, code] : {std::pair{"source_lang", &job.source_lang}, {"target_lang", &job.target_lang}})
-        if (code->empty()) {
-          std::string codes;
-          for (const std::string& c : m.model.language_codes()) codes += (codes.empty() ? "" : ", ") + c;
-          throw OptionError(field, "this model translates between languages and needs a language code, one of: " + codes);
-        }
+      (void)m.model.language_id(job.source_lang, "source_lang");  // missing or unknown: lists the codes
+      (void)m.model.language_id(job.target_lang, "target_lang");
     } catch (const OptionError& e) {
       throw BadRequest(e.field(), e.problem());
     }
