@@ -42,7 +42,6 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))  # ordo_torch, the PyTorch oracle
@@ -50,6 +49,7 @@ import train_models as shipped  # noqa: E402  (the shipped translators' data, ba
 import ordo_torch  # noqa: E402
 from ordo_torch.t5 import T5Attention, _DenseActDense  # noqa: E402
 from ordo_torch.marian import MarianAttention  # noqa: E402
+from ordo_torch.encoder_decoder import init_modules  # noqa: E402
 
 # The shipped translators' size: d_model 128, 2 + 2 layers, 4 heads, FFN 256.
 MARIAN_ARCHITECTURE = {
@@ -83,16 +83,7 @@ def init_marian(model):
     """The shipped translators' initialisation (OrdoModel.reset_parameters): Xavier-uniform
     linear weights, zero biases, N(0, d^-1/2) embeddings, LayerNorm 1/0, zero logits bias
     (trained: it is a buffer of MarianMTModel that opus-mt checkpoints hold non-zero)."""
-    std = model.config["d_model"] ** -0.5
-    for m in model.modules():
-        if isinstance(m, nn.Linear):
-            nn.init.xavier_uniform_(m.weight)
-            m.bias.zero_()
-        elif isinstance(m, nn.Embedding):
-            m.weight.normal_(0.0, std)
-        elif isinstance(m, nn.LayerNorm):
-            m.weight.fill_(1.0)
-            m.bias.zero_()
+    init_modules(model, model.config["d_model"] ** -0.5)
     model.final_logits_bias.zero_()
 
 

@@ -194,6 +194,23 @@ class _Model(nn.Module):
         return self.shared.weight if hasattr(self, "shared") else self.decoder.embed_tokens.weight
 
 
+@torch.no_grad()
+def init_modules(model: nn.Module, std: float) -> None:
+    """The training init of every module, in module order: Xavier-uniform linear weights,
+    zero biases, N(0, std) embeddings, LayerNorm 1/0 (the shipped models' and the toy
+    Hugging Face layouts' alike)."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                m.bias.zero_()
+        elif isinstance(m, nn.Embedding):
+            m.weight.normal_(0.0, std)
+        elif isinstance(m, nn.LayerNorm):
+            m.weight.fill_(1.0)
+            m.bias.zero_()
+
+
 class OrdoModel(Seq2SeqMixin, GenerationMixin, nn.Module):
     """An ordo encoder-decoder, or with encoder_layers 0 a decoder-only language model.
     state_dict() keys are the model.safetensors tensor names.
@@ -232,16 +249,7 @@ class OrdoModel(Seq2SeqMixin, GenerationMixin, nn.Module):
         """Training init: Xavier-uniform linear weights, zero biases, N(0, d^-1/2)
         embeddings (tokens, learned positions, lm_head), LayerNorm 1/0, zero logits bias."""
         std = self.config["d_model"] ** -0.5
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                if m.bias is not None:
-                    m.bias.zero_()
-            elif isinstance(m, nn.Embedding):
-                m.weight.normal_(0.0, std)
-            elif isinstance(m, nn.LayerNorm):
-                m.weight.fill_(1.0)
-                m.bias.zero_()
+        init_modules(self, std)
         if hasattr(self, "lm_head"):
             self.lm_head.weight.normal_(0.0, std)
         if hasattr(self, "final_logits_bias"):
