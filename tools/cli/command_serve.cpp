@@ -146,20 +146,24 @@ void run_serve(const ServeOptions& options) {
   std::cout << "ordo serve: " << signal_name(stop_signals.first())
             << ": no new connections; finishing the requests in flight (at most " << options.drain_timeout
             << " s, or until a second signal)" << std::endl;
-  server.stop();  // returns at once; listen_after_bind returns when every handler has
   // The drain is bounded: a supervisor (systemd, Kubernetes) kills a process that
   // outlives its grace period, and then every request in flight would be lost without an
   // answer. Past --drain-timeout, or at a second SIGTERM or Ctrl-C, what is still in
   // flight is cut at its next decoder step and answered 503 with Retry-After.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.drain_timeout);
-  while (!http_done) {
-    const bool second = stop_signals.wait_beyond(1, std::chrono::milliseconds(50));
+  const auto expire_if_due = [&](std::chrono::milliseconds wait) {
+    const bool second = stop_signals.wait_beyond(1, wait);
     if (!state.drain_expired && (second || std::chrono::steady_clock::now() >= deadline)) {
       state.drain_expired = true;
       std::cout << "ordo serve: " << (second ? "a second signal" : "the drain timeout passed")
                 << ": cutting the requests still in flight" << std::endl;
     }
-  }
+  };
+  // A stream whose header is about to go out must start writing before the server stops:
+  // httplib would send the header and skip the body (routes.h, unstarted_streams).
+  while (state.unstarted_streams > 0 && !state.drain_expired) expire_if_due(std::chrono::milliseconds(1));
+  server.stop();  // returns at once; listen_after_bind returns when every handler has
+  while (!http_done) expire_if_due(std::chrono::milliseconds(50));
   http.join();
   for (serve::ServedModel& m : state.models) m.scheduler->stop();
   std::cout << "ordo serve: stopped" << std::endl;

@@ -133,6 +133,32 @@ void check_length(const ServedModel& m, int length, const std::string& field) {
                                 std::to_string(m.model.max_output_tokens()) + " tokens)");
 }
 
+// Counts a streamed answer in ServeState::unstarted_streams from before the job is
+// queued until its content provider first runs (or the response is dropped unsent).
+// Counting first and then reading `draining` closes the race with the drain, which sets
+// `draining` and then waits for the count: either the drain sees this stream and waits
+// for it, or this stream sees the drain and is refused before anything is sent.
+class PendingStream {
+ public:
+  explicit PendingStream(ServeState& state) : count_(state.unstarted_streams) {
+    ++count_;
+    if (state.draining) {
+      started();
+      throw Refusal{503, "the server is shutting down", "", "server_error", 1};
+    }
+  }
+  PendingStream(const PendingStream&) = delete;
+  PendingStream& operator=(const PendingStream&) = delete;
+  ~PendingStream() { started(); }
+  void started() {
+    if (!started_.exchange(true)) --count_;
+  }
+
+ private:
+  std::atomic<int>& count_;
+  std::atomic<bool> started_{false};
+};
+
 // What a request cut short by the end of the drain is told: it was not done, and
 // another server (or this one, restarted) may do it.
 Refusal cut_short(ServeState& state) {
@@ -409,6 +435,7 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
 
   // Streamed: queued now (a full queue is still a 503), written by the content provider
   // on this same thread once the handler returns.
+  auto pending = std::make_shared<PendingStream>(state);
   auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port, req.local_port);
   auto client_gone = std::make_shared<std::atomic<bool>>(false);
   job.abandoned = [watch, client_gone, &state] { return state.drain_expired || *client_gone || watch->gone(); };
@@ -424,7 +451,9 @@ void complete(ServeState& state, const httplib::Request& req, httplib::Response&
   auto status = std::make_shared<int>(200);  // what /metrics counts: 499 when the client left
   res.set_chunked_content_provider(
       "text/event-stream",
-      [&state, stream, future, client_gone, finish, status, prompt_tokens](std::size_t, httplib::DataSink& sink) {
+      [&state, stream, future, client_gone, finish, status, prompt_tokens, pending](std::size_t,
+                                                                                     httplib::DataSink& sink) {
+        pending->started();
         const auto write = [&](const std::string& event) {
           if (*client_gone || !sink.write(event.data(), event.size())) *client_gone = true;
           return !*client_gone;

@@ -50,6 +50,11 @@ struct ServeState {
   // balancer sends it to another replica: no answer had begun).
   std::atomic<bool> drain_expired{false};
   std::atomic<std::size_t> cut_short{0};  // requests answered so, for the exit message
+  // Streamed answers whose handler has returned but whose content provider has not yet
+  // run. httplib skips a provider that has not started once the server stops (its header
+  // goes out with no body, and the client sees a broken response), so the drain waits
+  // for this to reach 0 before it stops the server. See PendingStream in routes.cpp.
+  std::atomic<int> unstarted_streams{0};
 
   // The model a request names ("": the default); nullptr when none has that name.
   ServedModel* find(const std::string& name);
