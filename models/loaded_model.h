@@ -97,9 +97,14 @@ class LoadedModel {
                                    std::optional<int> language = std::nullopt) const;
   // A prompt for the decoder to continue: the target tokenizer's ids without eos,
   // after bos_token_id when `add_bos` and the model has one. Blank text gives bos alone
-  // (generation from scratch), or an error without bos.
+  // (generation from scratch), or an error without bos. `language`: the token of a
+  // multilingual model's target language code, put first (before the pieces, as a
+  // translation into it starts; with legacy_behaviour too, which moves only a scored
+  // target's code) and counted in the limit; blank text then gives the code alone.
+  // Throws Error for a language given to a model without codes.
   std::vector<int> tokenize_prompt(std::string_view text, bool add_bos) const;  // the model's limit
-  TokenizedInput tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit) const;
+  TokenizedInput tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit,
+                                 std::optional<int> language = std::nullopt) const;
   // Ids -> text. Language codes and the family's other special tokens are skipped too.
   // Source: eos and pad are skipped. Target: up to the first eos (any of
   // the eos ids), with pad, bos and decoder_start skipped.

@@ -76,8 +76,8 @@ void LoadedModel::add_language(std::vector<int>& ids, std::optional<int> languag
   }
   if (!language)
     throw Error(side, "this model needs the text's language code (one of: " + languages_.listed() + ")",
-                "translate, score, eval, compare, tokenize and viz attention take --source-lang and --target-lang "
-                "(TranslatorOptions::source_lang, target_lang); generate does not yet");
+                "translate, score, eval, compare, generate, tokenize and viz attention take --source-lang and "
+                "--target-lang (TranslatorOptions and GeneratorOptions::source_lang, target_lang)");
   if (languages_.after_eos) {
     ids.push_back(config_.eos_token_id);
     ids.push_back(*language);
@@ -123,17 +123,24 @@ std::vector<int> LoadedModel::tokenize_prompt(std::string_view text, bool add_bo
   return tokenize_prompt(text, add_bos, InputLimit{}).ids;
 }
 
-LoadedModel::TokenizedInput LoadedModel::tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit) const {
+LoadedModel::TokenizedInput LoadedModel::tokenize_prompt(std::string_view text, bool add_bos, const InputLimit& limit,
+                                                         std::optional<int> language) const {
   std::vector<int> ids;
   if (add_bos && config_.bos_token_id) ids.push_back(*config_.bos_token_id);
+  if (language) {
+    if (languages_.empty())
+      throw Error("prompt", "this model has no language codes: it translates one pair",
+                  "leave out --source-lang and --target-lang");
+    ids.push_back(*language);
+  }
   const Tokenizer& tokenizer = require(target_tokenizer_);
-  if (!ids.empty() && is_blank(text)) return {ids, false};  // bos alone: generation from scratch
+  if (!ids.empty() && is_blank(text)) return {ids, false};  // bos (or the code) alone: from scratch
   const Bound bound = effective(limit.max_tokens, model_bound(transformer_->decoder.max_steps(),
                                                               transformer_->decoder_only() ? 0 : 1, config_));
   const Index room = std::max<Index>(bound.tokens - static_cast<Index>(ids.size()), 0);
   Tokenizer::Bounded text_ids = tokenizer.encode_bounded(text, room, Tokenizer::Keep::End);
   if (text_ids.more && !limit.truncate)
-    too_long("input text", bound, ids.empty() ? "" : "bos included",
+    too_long("input text", bound, ids.empty() ? "" : language ? "language code included" : "bos included",
              "--truncate keeps the last " + std::to_string(bound.tokens) + ", or shorten the prompt");
   ids.insert(ids.end(), text_ids.ids.begin(), text_ids.ids.end());
   return {std::move(ids), text_ids.more};

@@ -455,6 +455,92 @@ TEST(M2M100Parity, LanguageCodesAreCheckedByTheTranslator) {
   EXPECT_EQ(model.info().language_codes.size(), 5u);
 }
 
+// A Generator continues a forced start of a translation: a multilingual model's prompt
+// begins with the target's code, where the Translator forces it (transformers'
+// decoder_input_ids [</s>, code, ...]), and its source is read as source_lang. Oracle:
+// the Translator's greedy translations, themselves the PyTorch oracle's
+// (TranslatorTranslatesBetweenTheGivenLanguages): the code and a prefix of a
+// translation, teacher-forced, leave the rest of it to be generated.
+TEST(M2M100Parity, GeneratorContinuesTranslationsBetweenTheGivenLanguages) {
+  for (const std::string& name : m2m100_models()) {
+    SCOPED_TRACE("model " + name);
+    const Model model = Model::load(parity_dir() / name);
+    const json reference = read_json(parity_dir() / name / "reference.json");
+    for (const json& c : reference.at("translations")) {
+      SCOPED_TRACE(c.dump());
+      const auto ids = c.at("ids").get<std::vector<int>>();
+      ASSERT_GE(ids.size(), 3u);
+      GeneratorOptions options;
+      options.source_lang = c.at("source_lang");
+      options.target_lang = c.at("target_lang");
+      options.decoding.max_length = static_cast<int>(ids.size()) - 1;  // the code is the prompt's, not generated
+      options.decoding.forced_bos_token_id = 7;  // replaced by the code at the prompt's start, never forced after it
+      const Generator generator(model, options);
+      const int code = reference.at("codes").at(options.target_lang).get<int>();
+      // No prompt: the code alone, then the whole translation.
+      const Generation whole = generator.generate_detailed("", c.at("text").get<std::string>());
+      EXPECT_EQ(whole.source_ids, c.at("source_ids").get<std::vector<int>>());
+      EXPECT_EQ(whole.prompt_ids, std::vector<int>{code});
+      EXPECT_EQ(whole.best().ids, std::vector<int>(ids.begin() + 1, ids.end()));
+      EXPECT_EQ(whole.best().text, model.detokenize_target(ids));
+      // The code and the first generated token as a prompt: the rest follows.
+      options.decoding.max_length = static_cast<int>(ids.size()) - 2;
+      const std::vector<std::vector<int>> prompts{{code, ids[1]}}, sources{c.at("source_ids").get<std::vector<int>>()};
+      const Generation rest = generator.with_options(options).generate_ids_batch(prompts, sources).front();
+      ASSERT_TRUE(rest.ok()) << rest.error;
+      EXPECT_EQ(rest.best().ids, std::vector<int>(ids.begin() + 2, ids.end()));
+      // A text prompt is the code, then its pieces, without eos: what Model::tokenize_prompt shows.
+      const Generation prepared = generator.prepare("die Hunde", "the dogs");
+      ASSERT_TRUE(prepared.ok()) << prepared.error;
+      EXPECT_EQ(prepared.prompt_ids, model.tokenize_prompt("die Hunde", false, options.target_lang));
+      std::vector<int> pieces = model.tokenize_target("die Hunde", options.target_lang);
+      pieces.erase(std::remove(pieces.begin(), pieces.end(), code), pieces.end());
+      pieces.pop_back();  // eos
+      pieces.insert(pieces.begin(), code);
+      EXPECT_EQ(prepared.prompt_ids, pieces);
+    }
+  }
+}
+
+TEST(M2M100Parity, LanguageCodesAreCheckedByTheGenerator) {
+  const Model model = Model::load(parity_dir() / m2m100_models().front());
+  const auto option_error = [&](const std::string& source, const std::string& target) {
+    GeneratorOptions options;
+    options.source_lang = source;
+    options.target_lang = target;
+    try {
+      const Generator generator(model, options);
+      (void)generator.generate_batch(std::vector<std::string>{""}, std::vector<std::string>{"the dogs"});
+    } catch (const OptionError& e) {
+      return e.field() + ": " + e.problem();
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_THAT(option_error("", "deu_Latn"), HasSubstr("source_lang: this model translates between languages"));
+  EXPECT_THAT(option_error("eng_Latn", ""), HasSubstr("target_lang: this model translates between languages"));
+  EXPECT_THAT(option_error("xyz_Latn", "deu_Latn"), HasSubstr("source_lang: unknown language code \"xyz_Latn\""));
+  EXPECT_EQ(option_error("eng_Latn", "deu_Latn"), "(no error)");
+  // Ids carry their codes: a generator without them continues id prompts.
+  const Generator base(model);
+  EXPECT_TRUE(base.generate_ids_batch(std::vector<std::vector<int>>{{121}}, std::vector<std::vector<int>>{{122, 40, 2}})
+                  .front()
+                  .ok());
+  EXPECT_THROW((void)base.prepare("die", "the dogs"), OptionError);
+  // Models without codes take none: a translator of one pair, a language model.
+  for (const char* name : {"sinusoidal", "german-llama"}) {
+    GeneratorOptions options;
+    options.target_lang = "deu_Latn";
+    try {
+      Generator generator(Model::load(name), options);
+      ADD_FAILURE() << name << ": a language code on a model without codes was accepted";
+    } catch (const OptionError& e) {
+      EXPECT_EQ(e.field(), "target_lang");
+      EXPECT_THAT(e.problem(), HasSubstr("this model has no language codes"));
+    }
+  }
+  EXPECT_THROW((void)Model::load("sinusoidal").tokenize_prompt("Katzen", false, "deu_Latn"), OptionError);
+}
+
 // ---------------------------------------------------------------------------------------
 // Broken tokenizer files: one line naming the file, exit 1.
 
@@ -662,6 +748,61 @@ TEST(M2M100Files, TheCommandLineTakesTheLanguagesAndRefusesBadOnesAsUsageErrors)
   // inspect lists the codes.
   const auto inspect = testing_support::run_ordo("inspect " + model_flag());
   EXPECT_THAT(inspect.out, HasSubstr("language codes (5): deu_Latn eng_Latn fra_Latn nds_Latn spa_Latn"));
+}
+
+// generate --source on a multilingual model: the flags translate takes, the prompt after
+// the target's code (what tokenize --as prompt shows), and the same usage errors.
+TEST(M2M100Files, GenerateTakesTheLanguagesAsTranslateDoes) {
+  const json reference = read_json(parity_dir() / m2m100_models().front() / "reference.json");
+  const json& first = reference.at("translations").front();
+  const std::string target_lang = first.at("target_lang");
+  const std::string langs = " --source-lang " + first.at("source_lang").get<std::string>() + " --target-lang " +
+                            target_lang;
+  const std::string text = testing_support::shell_quote(first.at("text"));
+  const auto ids = first.at("ids").get<std::vector<int>>();
+  const int code = reference.at("codes").at(target_lang).get<int>();
+  const auto generated = testing_support::run_ordo("generate " + model_flag() + langs + " --json --max-length " +
+                                                   std::to_string(ids.size() - 1) + " --source " + text);
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  const json result = json::parse(generated.out);
+  EXPECT_EQ(result.at("source_ids"), first.at("source_ids"));
+  EXPECT_EQ(result.at("prompt_ids"), json::array({code}));
+  EXPECT_EQ(result.at("generated_ids").get<std::vector<int>>(), std::vector<int>(ids.begin() + 1, ids.end()));
+  // Text in, text out, streamed: the translation's text (the code has none).
+  const auto streamed = testing_support::run_ordo("generate " + model_flag() + langs + " --max-length " +
+                                                  std::to_string(ids.size() - 1) + " --source " + text);
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  const Model model = Model::load(parity_dir() / m2m100_models().front());
+  EXPECT_EQ(streamed.out, model.detokenize_target(ids) + "\n");
+  // A prompt follows the code; tokenize --as prompt shows those very ids.
+  const auto prompted = testing_support::run_ordo("generate " + model_flag() + langs +
+                                                  " --json --max-length 2 --source " + text + " 'die Hunde'");
+  ASSERT_EQ(prompted.exit_code, 0) << prompted.err;
+  const auto shown = testing_support::run_ordo("tokenize " + model_flag() + langs + " --as prompt --json 'die Hunde'");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(json::parse(prompted.out).at("prompt_ids"), json::parse(shown.out).at("ids"));
+  EXPECT_EQ(json::parse(shown.out).at("ids").front(), code);
+
+  for (const auto& [arguments, message] :
+       {std::pair{"generate " + model_flag() + " --target-lang deu_Latn --source " + text,
+                  "--source-lang: this model translates between languages and needs a language code, one of: "
+                  "deu_Latn, eng_Latn, fra_Latn, nds_Latn, spa_Latn"},
+        std::pair{"generate " + model_flag() + " --source-lang eng_Latn --source " + text + " die",
+                  "--target-lang: this model translates between languages"},
+        std::pair{"generate " + model_flag() + " --source-lang eng_Latn --target-lang xyz_Latn --source " + text,
+                  "--target-lang: unknown language code \"xyz_Latn\"; this model's codes: deu_Latn"},
+        std::pair{"tokenize " + model_flag() + " --as prompt die", "--target-lang: this model translates between"},
+        std::pair{std::string("generate --source-lang eng_Latn --target-lang deu_Latn --source dogs"),
+                  "--source-lang: this model has no language codes (it translates one pair)"},
+        std::pair{std::string("generate --model german-llama --target-lang deu_Latn Die"),
+                  "--target-lang: this model has no language codes"}}) {
+    SCOPED_TRACE(arguments);
+    const auto failed = testing_support::run_ordo(arguments);
+    EXPECT_EQ(failed.exit_code, 2) << failed.out;
+    EXPECT_EQ(lines_of(failed.err), 1) << failed.err;
+    EXPECT_THAT(failed.err, HasSubstr(message));
+    EXPECT_EQ(failed.out, "");
+  }
 }
 
 }  // namespace

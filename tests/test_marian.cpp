@@ -27,6 +27,7 @@
 #include "engine/search.h"
 #include "models/loaded_model.h"
 #include "models/tensor_names.h"
+#include "ordo/ordo.hpp"
 #include "tests/cli_runner.h"
 #include "tests/greedy.h"
 #include "tests/model_factory.h"
@@ -368,6 +369,91 @@ TEST(Marian, ThePadTokenIsNeverGeneratedAsGenerationConfigBansIt) {
   const auto inspect = testing_support::run_ordo("inspect " + model_flag);
   EXPECT_THAT(inspect.out, HasSubstr("generation defaults ("));
   EXPECT_THAT(inspect.out, HasSubstr("bad_words_ids"));
+  fs::remove_all(dir);
+}
+
+// The public library merges the checkpoint's defaults with the fields a program chose
+// (Model::with_generation_defaults), for the command line and the Python bindings
+// alike: the result is the one of the same options written out by hand, and a chosen
+// field wins. Oracle: the explicit options (the search itself is tested against the
+// PyTorch oracle elsewhere).
+TEST(Marian, TheLibraryAppliesTheGenerationDefaultsUnderTheFieldsAProgramChose) {
+  // pad (29) is the likeliest token everywhere unless bad_words_ids bans it.
+  const fs::path dir = random_marian([](std::vector<NamedTensor>& tensors) {
+    for (NamedTensor& t : tensors)
+      if (t.name == "final_logits_bias") t.values[29] = 50.0f;
+  });
+  write_generation_config(dir, json::parse(R"({"num_beams": 3, "max_length": 6, "length_penalty": 0.5,
+      "no_repeat_ngram_size": 2, "bad_words_ids": [[29]]})"));
+  const Model model = Model::load(dir);
+  DecodingOptions explicit_options;
+  explicit_options.beam_size = 3;
+  explicit_options.max_length = 5;  // transformers' max_length counts decoder_start
+  explicit_options.length_penalty = 0.5;
+  explicit_options.no_repeat_ngram_size = 2;
+  explicit_options.bad_words_ids = {{29}};
+
+  const DecodingOptions merged = model.with_generation_defaults({}, {});
+  EXPECT_EQ(merged.beam_size, 3);
+  EXPECT_EQ(merged.max_length, 5);
+  EXPECT_DOUBLE_EQ(merged.length_penalty, 0.5);
+  EXPECT_EQ(merged.no_repeat_ngram_size, 2);
+  EXPECT_EQ(merged.bad_words_ids, explicit_options.bad_words_ids);
+  EXPECT_EQ(merged.forced_bos_token_id, -1);
+
+  const std::vector<std::vector<int>> sources{{3, 4, 5, 0}, {6, 7, 8, 9, 0}};
+  const auto translate = [&](const DecodingOptions& decoding) {
+    TranslatorOptions options;
+    options.decoding = decoding;
+    options.decoding.n_best = std::min(2, decoding.beam_size);
+    return Translator(model, options).translate_ids_batch(sources);
+  };
+  const std::vector<Translation> by_default = translate(merged), by_hand = translate(explicit_options);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    SCOPED_TRACE("source " + std::to_string(i));
+    ASSERT_TRUE(by_default[i].ok()) << by_default[i].error;
+    ASSERT_EQ(by_default[i].hypotheses.size(), by_hand[i].hypotheses.size());
+    for (std::size_t k = 0; k < by_hand[i].hypotheses.size(); ++k) {
+      EXPECT_EQ(by_default[i].hypotheses[k].ids, by_hand[i].hypotheses[k].ids);
+      EXPECT_EQ(by_default[i].hypotheses[k].score, by_hand[i].hypotheses[k].score);
+      EXPECT_EQ(std::count(by_default[i].hypotheses[k].ids.begin(), by_default[i].hypotheses[k].ids.end(), 29), 0);
+      EXPECT_LE(by_default[i].hypotheses[k].ids.size(), 5u);
+    }
+  }
+  // Without the defaults pad comes first: they did change the result.
+  EXPECT_EQ(translate(DecodingOptions{}).front().best().ids.front(), 29);
+
+  // A chosen field keeps the program's value, even one equal to DecodingOptions' own
+  // default (greedy search); the others still come from the checkpoint.
+  DecodingOptions greedy;
+  greedy.beam_size = 1;
+  greedy.max_length = 9;
+  DecodingChoices chosen;
+  chosen.beam_size = true;
+  const DecodingOptions mixed = model.with_generation_defaults(greedy, chosen);
+  EXPECT_EQ(mixed.beam_size, 1);
+  EXPECT_EQ(mixed.max_length, 5);  // not chosen: the checkpoint's
+  EXPECT_EQ(mixed.bad_words_ids, explicit_options.bad_words_ids);
+  chosen.bad_words_ids = true;
+  EXPECT_TRUE(model.with_generation_defaults(greedy, chosen).bad_words_ids.empty());
+  // Sampling draws one hypothesis: num_beams does not apply to it.
+  DecodingOptions sampled;
+  sampled.sample = true;
+  EXPECT_EQ(model.with_generation_defaults(sampled, {}).beam_size, 1);
+
+  // The command line decodes with the same merge: no flag, the defaults; --beam 1, the
+  // program's greedy search under the checkpoint's other defaults.
+  const std::string model_flag = "--model " + testing_support::shell_quote(dir.string());
+  const auto cli = testing_support::run_ordo("translate " + model_flag + " --source-ids '3 4 5 0' --json");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(json::parse(cli.out).at("target_ids").get<std::vector<int>>(), by_hand.front().best().ids);
+  const auto cli_greedy = testing_support::run_ordo("translate " + model_flag + " --source-ids '3 4 5 0' --json --beam 1");
+  ASSERT_EQ(cli_greedy.exit_code, 0) << cli_greedy.err;
+  TranslatorOptions greedy_options;
+  greedy_options.decoding = model.with_generation_defaults(DecodingOptions{}, chosen);
+  greedy_options.decoding.bad_words_ids = explicit_options.bad_words_ids;
+  EXPECT_EQ(json::parse(cli_greedy.out).at("target_ids").get<std::vector<int>>(),
+            Translator(model, greedy_options).translate_ids_batch(sources).front().best().ids);
   fs::remove_all(dir);
 }
 

@@ -26,12 +26,13 @@ std::span<const int> until_eos(const SpecialTokens& tokens, std::span<const int>
 }
 
 // A decoder-only model's prompt (bos first when asked), or an encoder-decoder model's
-// forced target prefix, which may be blank (decoder_start plays bos's part).
+// forced target prefix, which may be blank (decoder_start plays bos's part), after the
+// target language's code for a multilingual model.
 LoadedModel::TokenizedInput prompt_ids(const LoadedModel& model, std::string_view prompt, bool add_bos,
-                                       const LoadedModel::InputLimit& limit) {
+                                       const LoadedModel::InputLimit& limit, std::optional<int> language) {
   if (model.transformer().decoder_only()) return model.tokenize_prompt(prompt, add_bos, limit);
-  if (is_blank(prompt)) return {};
-  return model.tokenize_prompt(prompt, false, limit);
+  if (is_blank(prompt) && !language) return {};
+  return model.tokenize_prompt(prompt, false, limit, language);
 }
 
 // An encoder-decoder model continues the translation of one source per prompt; a
@@ -136,6 +137,31 @@ void check_generator(const Model& model, const GeneratorOptions& options) {
     detail::check_max_input_tokens(options.max_input_tokens, loaded.max_source_tokens(), "source");
 }
 
+// The generator's state for `options`: their language codes as tokens. The target's
+// code starts every text prompt, so it is not forced after one. Throws OptionError for
+// a code the model lacks, or any code for a model without codes (a decoder-only one
+// has none). A missing code is found by the call that needs it (require_languages), as
+// for a Translator: a generator for ids, or one that derives others, needs none.
+Generator::Impl make_impl(const Model& model, GeneratorOptions options,
+                          std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>()) {
+  check_generator(model, options);
+  const LoadedModel& loaded = detail::loaded(model);
+  std::optional<int> source, target;
+  if (!options.source_lang.empty()) source = detail::language_id(loaded, options.source_lang, "source_lang");
+  if (!options.target_lang.empty()) {
+    target = detail::language_id(loaded, options.target_lang, "target_lang");
+    options.decoding.forced_bos_token_id = -1;
+  }
+  return Generator::Impl{model, std::move(options), source, target, std::move(workspaces)};
+}
+
+// Text prompts of a multilingual encoder-decoder model need both codes.
+void require_languages(const Generator::Impl& impl) {
+  const LoadedModel& model = detail::loaded(impl.model);
+  if (model.transformer().decoder_only()) return;
+  detail::require_languages(model, impl.source_language, impl.target_language, true, true);
+}
+
 }  // namespace
 
 std::vector<int> detail::forced_prefix(const Generation& request) { return request.prompt_ids; }
@@ -151,15 +177,12 @@ void GeneratorOptions::validate() const {
 }
 
 Generator::Generator(const Model& model, const GeneratorOptions& options)
-    : impl_(std::make_shared<const Impl>(Impl{model, options})) {
-  check_generator(model, options);
-}
+    : impl_(std::make_shared<const Impl>(make_impl(model, options))) {}
 
 Generator::Generator(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Generator Generator::with_options(const GeneratorOptions& options) const {
-  check_generator(impl_->model, options);
-  return Generator(std::make_shared<const Impl>(Impl{impl_->model, options, impl_->workspaces}));
+  return Generator(std::make_shared<const Impl>(make_impl(impl_->model, options, impl_->workspaces)));
 }
 
 std::string Generator::generate(std::string_view prompt, const TextCallback& on_text) const {
@@ -179,13 +202,14 @@ Generation Generator::prepare(std::string_view prompt, std::string_view source) 
   request.source = std::string(source);
   if (model.transformer().decoder_only() && !source.empty())
     throw Error("generate", "this model is decoder-only: it continues a prompt and reads no source");
+  require_languages(*impl_);
   try {
-    LoadedModel::TokenizedInput ids =
-        prompt_ids(model, prompt, impl_->options.add_bos, prompt_limit(model, impl_->options));
+    LoadedModel::TokenizedInput ids = prompt_ids(model, prompt, impl_->options.add_bos,
+                                                 prompt_limit(model, impl_->options), impl_->target_language);
     request.prompt_ids = std::move(ids.ids);
     request.truncated = ids.truncated;
     if (!model.transformer().decoder_only()) {
-      ids = model.tokenize_source(source, input_limit(impl_->options));
+      ids = model.tokenize_source(source, input_limit(impl_->options), impl_->source_language);
       request.source_ids = std::move(ids.ids);
       request.truncated = request.truncated || ids.truncated;
     }
@@ -270,6 +294,7 @@ std::vector<Generation> Generator::generate_batch(std::span<const std::string> p
                                                   std::span<const std::string> sources,
                                                   std::uint64_t first_index) const {
   check_sources(detail::loaded(impl_->model).transformer(), prompts.size(), sources.size());
+  require_languages(*impl_);
   std::vector<Generation> requests;
   requests.reserve(prompts.size());
   for (std::size_t i = 0; i < prompts.size(); ++i) {

@@ -41,7 +41,10 @@ struct Translator::Impl {
 
 struct Generator::Impl {
   Model model;
-  GeneratorOptions options;
+  GeneratorOptions options;  // decoding.forced_bos_token_id is -1 when target_lang is given
+  // The tokens of options.source_lang and target_lang (a model with language codes).
+  std::optional<int> source_language;
+  std::optional<int> target_language;
   std::shared_ptr<WorkspacePool> workspaces = std::make_shared<WorkspacePool>();
 };
 
@@ -62,6 +65,12 @@ inline Model public_model(std::shared_ptr<const LoadedModel> model) { return Mod
 // The token of a language code of `model`; throws OptionError(field) when the model
 // has no language codes or not this one (listing them).
 int language_id(const LoadedModel& model, std::string_view code, const std::string& field);
+
+// A model with language codes reads a text only with its source's code and writes only
+// into a target language: throws OptionError naming the option (`source`: "source_lang",
+// `target`: "target_lang") whose token is missing. A model without codes needs none.
+void require_languages(const LoadedModel& model, const std::optional<int>& source, const std::optional<int>& target,
+                       bool needs_source, bool needs_target);
 
 // Throws OptionError("max_input_tokens") unless the value is 0 or at least 2; the
 // second form also when it is more than `model_limit`, the tokens the model reads per

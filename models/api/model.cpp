@@ -94,6 +94,10 @@ std::vector<int> Model::tokenize_source(std::string_view text, std::string_view 
 std::vector<int> Model::tokenize_target(std::string_view text, std::string_view language) const {
   return impl_->model->tokenize_target(text, 0, language_id(language, "target_lang"));
 }
+std::vector<int> Model::tokenize_prompt(std::string_view text, bool add_bos, std::string_view language) const {
+  const int code = language_id(language, "target_lang");
+  return impl_->model->tokenize_prompt(text, add_bos, LoadedModel::InputLimit{}, code).ids;
+}
 std::string Model::detokenize_source(std::span<const int> ids) const { return impl_->model->detokenize_source(ids); }
 std::string Model::detokenize_target(std::span<const int> ids) const { return impl_->model->detokenize_target(ids); }
 std::vector<std::string> Model::source_pieces(std::span<const int> ids) const {
@@ -138,6 +142,17 @@ ModelInfo Model::info() const {
 }
 
 const DecodingOptions& Model::generation_defaults() const noexcept { return impl_->model->generation().decoding; }
+
+DecodingOptions Model::with_generation_defaults(DecodingOptions decoding, const DecodingChoices& chosen) const {
+  const DecodingOptions& defaults = generation_defaults();
+  if (!chosen.beam_size && !decoding.sample) decoding.beam_size = defaults.beam_size;
+  if (!chosen.max_length) decoding.max_length = defaults.max_length;
+  if (!chosen.length_penalty) decoding.length_penalty = defaults.length_penalty;
+  if (!chosen.no_repeat_ngram_size) decoding.no_repeat_ngram_size = defaults.no_repeat_ngram_size;
+  if (!chosen.bad_words_ids) decoding.bad_words_ids = defaults.bad_words_ids;
+  if (!chosen.forced_bos_token_id) decoding.forced_bos_token_id = defaults.forced_bos_token_id;
+  return decoding;
+}
 
 void set_threads(int threads) { threads::set_count(threads); }
 

@@ -48,13 +48,8 @@ Translator::Impl make_impl(const Model& model, TranslatorOptions options,
   return Translator::Impl{model, std::move(options), source, target, std::move(workspaces)};
 }
 
-// A model with language codes reads a text only with its source's code, and translates
-// only into a target language: OptionError naming the option that is missing.
 void require_languages(const Translator::Impl& impl, bool source, bool target) {
-  const LanguageCodes& languages = detail::loaded(impl.model).languages();
-  if (languages.empty()) return;
-  if (source && !impl.source_language) (void)detail::language_id(detail::loaded(impl.model), "", "source_lang");
-  if (target && !impl.target_language) (void)detail::language_id(detail::loaded(impl.model), "", "target_lang");
+  detail::require_languages(detail::loaded(impl.model), impl.source_language, impl.target_language, source, target);
 }
 
 void check_interrupt(const TranslatorOptions& options) {
@@ -86,6 +81,13 @@ int detail::language_id(const LoadedModel& model, std::string_view code, const s
   if (const auto id = languages.id(code)) return *id;
   throw OptionError(field, "unknown language code \"" + escape_control_characters(std::string(code)) +
                                "\"; this model's codes: " + languages.listed());
+}
+
+void detail::require_languages(const LoadedModel& model, const std::optional<int>& source,
+                               const std::optional<int>& target, bool needs_source, bool needs_target) {
+  if (model.languages().empty()) return;
+  if (needs_source && !source) (void)language_id(model, "", "source_lang");
+  if (needs_target && !target) (void)language_id(model, "", "target_lang");
 }
 
 Translator::Translator(const Model& model, const TranslatorOptions& options)

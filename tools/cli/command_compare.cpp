@@ -31,7 +31,7 @@ struct CompareOptions {
   std::string text_b;
   TranslatorOptions translator;
   std::string plot;  // empty: no picture
-  GivenDecodingFlags given;  // over each model's generation defaults
+  DecodingChoices given;  // over each model's generation defaults
 };
 
 // One model's outcome: its row of the table and its token-by-token similarity.
@@ -88,7 +88,7 @@ Model load_compared(const std::filesystem::path& dir, const CompareOptions& opti
 Compared compare(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
   const auto model = load_compared(dir, options, all_shipped);
   TranslatorOptions translator_options = options.translator;
-  apply_generation_defaults(options.given, model, translator_options.decoding);
+  translator_options.decoding = model.with_generation_defaults(translator_options.decoding, options.given);
   const Translator translator(model, translator_options);
   // Both sentences through the batched path, as translate runs them.
   const std::vector<std::string> texts{options.text_a, options.text_b};

@@ -27,7 +27,7 @@ struct EvalOptions {
   std::string data;
   TranslatorOptions translator;
   int show_errors = 0;
-  GivenDecodingFlags given;  // over the model's generation defaults
+  DecodingChoices given;  // over the model's generation defaults
 };
 
 struct TestSet {
@@ -60,7 +60,7 @@ TestSet read_tsv(const std::string& path) {
 void run_eval(EvalOptions options) {
   const TestSet set = read_tsv(options.data);
   const auto model = load_model(options.common);
-  apply_generation_defaults(options.given, model, options.translator.decoding);
+  options.translator.decoding = model.with_generation_defaults(options.translator.decoding, options.given);
   const Translator translator(model, options.translator);
 
   std::vector<std::string> hypotheses(set.sources.size());

@@ -5,11 +5,13 @@
 //   ordo generate --model weights/german-llama --sample --seed 3 "Der Hund"
 //   ordo generate --source "cats chase dogs" "Katzen"           -> Katzen jagen Hunde
 //   ordo generate --model DIR --prompt-ids "1 5 9"              -> ids in, ids out
+//   ordo generate --model NLLB --source-lang eng_Latn --target-lang deu_Latn --source "cats" "Katzen"
 //
 // With greedy search or sampling (--beam 1) each token's text is printed and flushed as
 // soon as it is chosen; with beams, the result is printed when the search ends.
 #include <iostream>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,12 @@ class GenerateCommand {
                   "give --source TEXT (the prompt is then the start of the translation)");
     if (!encoder_decoder_ && (options_.source || options_.source_ids))
       throw Error("generate", "this model is decoder-only: it reads no --source", "give the text as the prompt");
+    // A multilingual model reads text only with both codes: a usage error before any
+    // input is read (the Generator would find it at the first prompt).
+    if (!model_.language_codes().empty())
+      for (const auto& [field, code] : {std::pair{"source_lang", &options_.generator.source_lang},
+                                        std::pair{"target_lang", &options_.generator.target_lang}})
+        (void)model_.language_id(*code, field);
     if (!options_.prompts.empty()) return run_texts(options_.prompts, "prompt ");
     // --source alone is its translation; with --input, each line is a start of it.
     if (encoder_decoder_ && options_.input.empty()) return run_texts({""}, "");
@@ -262,8 +270,10 @@ void setup_generate(CLI::App& app) {
       "generate",
       "Continue a prompt. A decoder-only model continues PROMPT itself (bos_token_id put\n"
       "first unless --no-bos); an encoder-decoder model continues PROMPT as the start of\n"
-      "the translation of --source. Greedy by default, beams with --beam, sampling with\n"
-      "--sample. With --beam 1 each token's text is printed as soon as it is chosen.\n"
+      "the translation of --source (a multilingual model's, NLLB's, after the code of\n"
+      "--target-lang, the source read as --source-lang). Greedy by default, beams with\n"
+      "--beam, sampling with --sample. With --beam 1 each token's text is printed as soon\n"
+      "as it is chosen.\n"
       "--max-length counts generated tokens; generation stops at eos. With no PROMPT,\n"
       "reads one prompt per line from stdin (or --input) and writes one line per input\n"
       "line: a blank line gives an empty line; a line that fails (not UTF-8, a NUL or\n"
@@ -285,6 +295,7 @@ void setup_generate(CLI::App& app) {
       ->excludes(command->get_option("--prompt-ids"));
   command->add_option("--output", options->output, "Write to FILE instead of stdout")->type_name("FILE");
   add_decoding_options(*command, options->generator.decoding, options->generator.batch_size, "prompt");
+  add_language_options(*command, options->generator.source_lang, options->generator.target_lang);
   add_input_options(*command, options->generator.max_input_tokens, options->generator.truncate,
                     "a prompt, bos included (and of a --source, eos included)",
                     "a prompt's last tokens (a source's first)");
@@ -300,7 +311,7 @@ void setup_generate(CLI::App& app) {
       options->common.model_dir = default_language_model_directory().string();
     const RunReport report(options->verbose);  // printed when the run ends
     const Model model = report.load(options->common);
-    apply_generation_defaults(given_decoding_flags(*command), model, options->generator.decoding);
+    options->generator.decoding = model.with_generation_defaults(options->generator.decoding, given_decoding_flags(*command));
     GenerateCommand(*options, model).run();
   });
 }

@@ -42,7 +42,8 @@ std::string role_description(const std::string& role, const Model& model, bool b
   if (model.is_decoder_only())
     return bos && model.bos_token_id() ? "a prompt, as the decoder reads it (bos first)"
                                               : "a prompt, as the decoder reads it (no bos)";
-  return "a prompt: the forced start of a translation (no eos)";
+  return model.language_codes().empty() ? "a prompt: the forced start of a translation (no eos)"
+                                        : "a prompt: the forced start of a translation, after its language code (no eos)";
 }
 
 void run_tokenize(const TokenizeOptions& options) {
@@ -66,11 +67,16 @@ void run_tokenize(const TokenizeOptions& options) {
     return languages || !options.target_lang.empty() ? model.tokenize_target(text, options.target_lang)
                                                      : model.tokenize_target(text);
   };
+  // generate puts bos before a decoder-only model's prompt only, and a multilingual
+  // model's target code before an encoder-decoder one's (ordo::Generator::prepare).
+  const auto prompt_ids = [&](const std::string& text) {
+    return languages ? model.tokenize_prompt(text, false, options.target_lang)
+                     : model.tokenize_prompt(text, bos && decoder_only);
+  };
   for (const std::string& text : options.texts) {
-    // generate puts bos before a decoder-only model's prompt only (ordo::Generator::prepare).
     const std::vector<int> ids = role == "source"   ? source_ids(text)
                                  : role == "target" ? target_ids(text)
-                                                    : model.tokenize_prompt(text, bos && decoder_only);
+                                                    : prompt_ids(text);
     const std::vector<std::string> pieces =
         role == "source" ? model.source_pieces(ids) : model.target_pieces(ids);
     if (options.common.json) {

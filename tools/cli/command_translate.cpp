@@ -30,7 +30,7 @@ struct TranslateOptions {
   std::string input;                      // --input FILE instead of stdin
   std::string output;                     // --output FILE instead of stdout
   bool verbose = false;                   // --verbose: tools/run_report.h
-  GivenDecodingFlags given;               // over the model's generation defaults
+  DecodingChoices given;               // over the model's generation defaults
 };
 
 nlohmann::json hypothesis_json(const Hypothesis& h, bool text, const DecodingOptions& decoding) {
@@ -140,7 +140,7 @@ void run_translate(TranslateOptions options) {
   if (!options.source_ids && options.texts.empty()) in.emplace(options.input);
   const RunReport report(options.verbose);  // printed when the run ends
   const auto model = report.load(options.common);
-  apply_generation_defaults(options.given, model, options.translator.decoding);
+  options.translator.decoding = model.with_generation_defaults(options.translator.decoding, options.given);
   const Translator translator(model, options.translator);
   Output out(options.output);
 

@@ -151,22 +151,17 @@ void add_decoding_options(CLI::App& command, DecodingOptions& d, int& batch_size
       "Penalize tokens already in the output: logit / R if positive, x R if negative (1: off)", output);
 }
 
-GivenDecodingFlags given_decoding_flags(const CLI::App& command) {
+DecodingChoices given_decoding_flags(const CLI::App& command) {
   const auto has = [&](const char* flag) {
     const CLI::Option* option = command.get_option_no_throw(flag);
     return option != nullptr && option->count() > 0;
   };
-  return {has("--beam"), has("--max-length"), has("--length-penalty"), has("--no-repeat-ngram-size"), has("--sample")};
-}
-
-void apply_generation_defaults(const GivenDecodingFlags& given, const Model& model, DecodingOptions& decoding) {
-  const DecodingOptions& defaults = model.generation_defaults();
-  if (!given.beam && !given.sample) decoding.beam_size = defaults.beam_size;
-  if (!given.max_length) decoding.max_length = defaults.max_length;
-  if (!given.length_penalty) decoding.length_penalty = defaults.length_penalty;
-  if (!given.no_repeat_ngram_size) decoding.no_repeat_ngram_size = defaults.no_repeat_ngram_size;
-  decoding.bad_words_ids = defaults.bad_words_ids;
-  decoding.forced_bos_token_id = defaults.forced_bos_token_id;
+  DecodingChoices given;
+  given.beam_size = has("--beam");
+  given.max_length = has("--max-length");
+  given.length_penalty = has("--length-penalty");
+  given.no_repeat_ngram_size = has("--no-repeat-ngram-size");
+  return given;
 }
 
 void add_input_options(CLI::App& command, int& max_input_tokens, bool& truncate, const std::string& limited,

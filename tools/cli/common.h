@@ -53,17 +53,10 @@ void add_decoding_options(CLI::App& command, DecodingOptions& decoding, int& bat
                           const std::string& unit = "sentence");
 
 // The decoding flags given on the command line, recorded when a command's callback
-// runs: each field whose flag was not given takes the model's generation default.
-struct GivenDecodingFlags {
-  bool beam = false, max_length = false, length_penalty = false, no_repeat_ngram_size = false, sample = false;
-};
-GivenDecodingFlags given_decoding_flags(const CLI::App& command);
-
-// The checkpoint's generation defaults (Model::generation_defaults: its
-// generation_config.json) for every field of `decoding` whose flag was not given;
-// bad_words_ids and forced_bos_token_id, which have no flag, always. A given --sample
-// keeps beam size 1 (sampling draws one hypothesis).
-void apply_generation_defaults(const GivenDecodingFlags& given, const Model& model, DecodingOptions& decoding);
+// runs: each field whose flag was not given takes the model's generation default
+// (Model::with_generation_defaults); bad_words_ids and forced_bos_token_id, which have
+// no flag, always do.
+DecodingChoices given_decoding_flags(const CLI::App& command);
 
 // Adds --max-input-tokens and --truncate (group "Input"), bound to an options struct's
 // max_input_tokens and truncate. `limited` says what the limit counts ("a source, eos

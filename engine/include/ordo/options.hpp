@@ -93,6 +93,25 @@ struct DecodingOptions {
   ORDO_API void validate() const;
 };
 
+// The fields of DecodingOptions a checkpoint's generation_config.json gives defaults for
+// (Model::generation_defaults()), each true when the program chose its value itself: a
+// flag given on the command line, a keyword passed in Python, a field set on purpose.
+// Model::with_generation_defaults keeps the chosen ones and takes the checkpoint's value
+// for the others, as transformers' generate() lets its keywords override
+// generation_config.json. A plain value cannot say this itself: a beam_size of 1 may be
+// a choice of greedy search or the default.
+//
+//   options.decoding.beam_size = 2;
+//   options.decoding = model.with_generation_defaults(options.decoding, {.beam_size = true});
+struct DecodingChoices {
+  bool beam_size = false;             // num_beams
+  bool max_length = false;            // max_length, max_new_tokens
+  bool length_penalty = false;        // length_penalty
+  bool no_repeat_ngram_size = false;  // no_repeat_ngram_size
+  bool bad_words_ids = false;         // bad_words_ids (Marian bans its pad token)
+  bool forced_bos_token_id = false;   // forced_bos_token_id
+};
+
 // A RoPE scaling for Model::load to run a model with instead of its config.json's
 // rope_scaling: an experiment on a shipped model without editing files (`--rope-scaling
 // TYPE:FACTOR`). What each type does is in engine/rope_scaling.h; the config's own

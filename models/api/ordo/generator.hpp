@@ -29,6 +29,20 @@ struct GeneratorOptions {
   // Put the model's bos token before each text prompt, as LLaMA models expect (no
   // effect when the config has none). Id prompts are read exactly as given.
   bool add_bos = true;
+  // The language codes of a multilingual encoder-decoder model (Model::language_codes():
+  // NLLB-200's "eng_Latn", "deu_Latn", ...), as TranslatorOptions takes them: each source
+  // is read as source_lang, and each text prompt, the forced start of a translation into
+  // target_lang, begins with that code's token, where the translation's first token would
+  // be (transformers' decoder_input_ids [decoder_start, code, ...]). The code is then
+  // part of the prompt, not generated, so decoding.forced_bos_token_id is not applied
+  // (it would force a second code after the prompt). A model without language codes
+  // takes neither (empty): the constructor (and with_options) throw ordo::OptionError
+  // ("source_lang", "target_lang") for a code the model lacks, or any code on such a
+  // model. A model with codes needs both for text: prepare() and the calls that
+  // tokenize throw ordo::OptionError naming the missing one, before any work; id
+  // prompts and sources carry their codes themselves and need none.
+  std::string source_lang;
+  std::string target_lang;
   // The most tokens a prompt may have, bos included (and a source, eos included, for an
   // encoder-decoder model); a longer one is an error for that prompt, or cut with
   // truncate. 0: the model's own limits; a Generator refuses a value above them. Texts
@@ -82,7 +96,8 @@ class ORDO_API Generator {
   // result has prompt_ids, source_ids and truncated, or its error set. A program that
   // shows the prompt before streaming its continuation prepares first, so that a prompt
   // that fails shows nothing. Throws ordo::Error for a source given to a decoder-only
-  // model.
+  // model, ordo::OptionError when a multilingual model's source_lang or target_lang is
+  // missing.
   Generation prepare(std::string_view prompt, std::string_view source = {}) const;
 
   // The other half: continues a prepared request, `on_text` receiving the continuation

@@ -124,6 +124,12 @@ class ORDO_API Model {
   // `add_bos` (and the model has one). Throws ordo::Error as tokenize_source does; blank
   // text gives bos alone (generation from scratch), or an error without bos.
   std::vector<int> tokenize_prompt(std::string_view text, bool add_bos = true) const;
+  // A multilingual encoder-decoder model's prompt, the forced start of a translation into
+  // `language`: that code's token, then the text's ids without eos (what a Generator
+  // with GeneratorOptions::target_lang feeds the decoder after decoder_start; blank text
+  // gives the code alone). Throws ordo::OptionError ("target_lang") as language_id()
+  // does, else ordo::Error as above.
+  std::vector<int> tokenize_prompt(std::string_view text, bool add_bos, std::string_view language) const;
   // Ids -> the SentencePiece pieces the model reads ("▁cats"), one per id, for display.
   // Throws ordo::Error for an id outside the vocabulary or a model without a tokenizer.
   std::vector<std::string> source_pieces(std::span<const int> ids) const;
@@ -158,9 +164,20 @@ class ORDO_API Model {
   // The decoding defaults the checkpoint ships with (generation_config.json: num_beams,
   // max_length, length_penalty, no_repeat_ngram_size, bad_words_ids,
   // forced_bos_token_id), over DecodingOptions' own; start options from them to decode
-  // as transformers' generate() does: `options.decoding = model.generation_defaults();`.
-  // The command line takes each field from here unless its flag is given. Throws nothing.
+  // as transformers' generate() does: `options.decoding = model.generation_defaults();`,
+  // or let with_generation_defaults() merge them with the fields you chose. Throws
+  // nothing.
   const DecodingOptions& generation_defaults() const noexcept;
+  // `decoding` with the checkpoint's generation default in every field DecodingChoices
+  // lists and `chosen` does not mark (see DecodingChoices): what the command line decodes
+  // with (a field whose flag was given is chosen) and the Python bindings (a keyword
+  // passed is chosen). Every other field of `decoding` is kept as it is. Sampling
+  // (decoding.sample) keeps decoding.beam_size: a drawn hypothesis is one, so a
+  // checkpoint's num_beams does not apply to it. A model without generation defaults
+  // (no generation_config.json, nor such keys in a Marian, T5 or M2M100 config.json) has
+  // DecodingOptions' own, which the unchosen fields then take. Throws nothing but
+  // std::bad_alloc.
+  DecodingOptions with_generation_defaults(DecodingOptions decoding, const DecodingChoices& chosen) const;
 
   struct Impl;  // the loaded model; opaque to programs
 

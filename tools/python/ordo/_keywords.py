@@ -12,14 +12,19 @@ DECODING = (
 )
 
 DOC = """
-Decoding keywords (the C++ DecodingOptions; `ordo translate --help` has the same):
-    beam_size: hypotheses kept per input; 1 is greedy search.
+Decoding keywords (the C++ DecodingOptions; `ordo translate --help` has the same).
+None, the default of beam_size, length_penalty, max_length and no_repeat_ngram_size,
+takes the model's own default from its generation_config.json (num_beams, ...; a
+Marian, T5 or M2M100 config.json stands in for a missing one), else the value in
+brackets; the model's bad_words_ids and forced_bos_token_id always apply. So a call
+decodes as `ordo translate` does with the same flags, and as transformers' generate():
+    beam_size: hypotheses kept per input [1]; 1 is greedy search.
     num_hypotheses: hypotheses returned per input, best first; at most beam_size.
-    length_penalty: rank by score / length**length_penalty (length counts eos);
+    length_penalty: rank by score / length**length_penalty (length counts eos) [1.0];
         0 ranks by the plain sum of log-probabilities.
-    max_length: most generated tokens, eos included; 0: automatic (2 x source length
-        + 10 when translating, 128 new tokens when continuing a prompt), never beyond
-        the model's positions.
+    max_length: most generated tokens, eos included [0]; 0: automatic (2 x source
+        length + 10 when translating, 128 new tokens when continuing a prompt), never
+        beyond the model's positions.
     min_length: fewest generated tokens, eos included (eos is impossible before).
     sampling: draw each token from the model's distribution (beam_size 1 only).
     sampling_temperature: sample from softmax(logits / T), T > 0.
@@ -28,7 +33,7 @@ Decoding keywords (the C++ DecodingOptions; `ordo translate --help` has the same
     seed: input i of a call draws from its own generator seeded from (seed, i): the
         same output whatever the threads, batch size or batch order.
     no_repeat_ngram_size: a token completing an n-gram of this size already in the
-        output is impossible (0: off).
+        output is impossible [0: off].
     repetition_penalty: CTRL's penalty on tokens already in the output, in
         [0.01, 100] (1: off).
     max_batch_size: inputs decoded together (sorted by length first).
@@ -36,8 +41,9 @@ Decoding keywords (the C++ DecodingOptions; `ordo translate --help` has the same
     truncate: cut an input beyond max_input_tokens instead of failing it.
     source_lang, target_lang: a multilingual model's language codes (NLLB-200's
         "eng_Latn", "deu_Latn"; Translator.language_codes lists them): texts are read
-        as source_lang, translations start with target_lang's code. Such a model needs
-        them; a model of one pair takes none (None).
+        as source_lang, translations (and a Generator's prompts) start with
+        target_lang's code. Such a model needs them; a model of one pair takes none
+        (None).
 
 Bad values raise ordo.OptionError (a ValueError) naming the keyword; values of the
 wrong type raise TypeError.

@@ -35,10 +35,11 @@ class Generator:
         return self._impl.tokenizer
 
     @_keywords.documented
-    def generate_batch(self, prompts, max_length=0, beam_size=1, num_hypotheses=1, length_penalty=1.0,
+    def generate_batch(self, prompts, max_length=None, beam_size=None, num_hypotheses=1, length_penalty=None,
                        min_length=0, sampling=False, sampling_temperature=1.0, sampling_topk=0,
-                       sampling_topp=1.0, seed=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
-                       max_batch_size=32, max_input_tokens=0, truncate=False, add_bos=True, sources=None):
+                       sampling_topp=1.0, seed=0, no_repeat_ngram_size=None, repetition_penalty=1.0,
+                       max_batch_size=32, max_input_tokens=0, truncate=False, add_bos=True, sources=None,
+                       source_lang=None, target_lang=None):
         """Continues many prompts; returns one ordo.GenerationResult per prompt, in order,
         with the best continuation's .text (without the prompt), .ids and .score, and
         all of them in .sequences. A prompt that fails has .error set and the others go
@@ -46,7 +47,9 @@ class Generator:
 
         add_bos: put the model's bos token first (as LLaMA models expect).
         sources: for an encoder-decoder model, the text each prompt continues the
-            translation of (one per prompt); None for a decoder-only model.
+            translation of (one per prompt); None for a decoder-only model. A
+            multilingual model's sources are read as source_lang, and each prompt
+            follows target_lang's code (.ids of the prompt start with it).
         max_length 0 is 128 new tokens, never beyond the model's positions.
         """
         prompts = _keywords.check_texts("prompts", prompts)
@@ -54,19 +57,20 @@ class Generator:
         return self._impl.generate_batch(prompts, sources, _keywords.collect(locals()))
 
     @_keywords.documented
-    def generate(self, prompt, max_length=0, beam_size=1, num_hypotheses=1, length_penalty=1.0, min_length=0,
+    def generate(self, prompt, max_length=None, beam_size=None, num_hypotheses=1, length_penalty=None, min_length=0,
                  sampling=False, sampling_temperature=1.0, sampling_topk=0, sampling_topp=1.0, seed=0,
-                 no_repeat_ngram_size=0, repetition_penalty=1.0, max_input_tokens=0, truncate=False,
-                 add_bos=True, source=None):
+                 no_repeat_ngram_size=None, repetition_penalty=1.0, max_input_tokens=0, truncate=False,
+                 add_bos=True, source=None, source_lang=None, target_lang=None):
         """The best continuation of one prompt (str, without the prompt). Raises ordo.Error
         when the prompt cannot be continued."""
         return self._run(prompt, source, _keywords.collect(locals()), None, None).text
 
     @_keywords.documented
-    def generate_tokens(self, prompt, max_length=0, beam_size=1, num_hypotheses=1, length_penalty=1.0,
+    def generate_tokens(self, prompt, max_length=None, beam_size=None, num_hypotheses=1, length_penalty=None,
                         min_length=0, sampling=False, sampling_temperature=1.0, sampling_topk=0,
-                        sampling_topp=1.0, seed=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
-                        max_input_tokens=0, truncate=False, add_bos=True, source=None):
+                        sampling_topp=1.0, seed=0, no_repeat_ngram_size=None, repetition_penalty=1.0,
+                        max_input_tokens=0, truncate=False, add_bos=True, source=None, source_lang=None,
+                        target_lang=None):
         """Yields the tokens of the best continuation of `prompt` (ordo.Token: .id, .text,
         .logprob, .eos) as they are chosen, so that
 

@@ -46,9 +46,9 @@ class Translator:
         return self._impl.tokenizer
 
     @_keywords.documented
-    def translate_batch(self, texts, beam_size=1, num_hypotheses=1, length_penalty=1.0, max_length=0,
+    def translate_batch(self, texts, beam_size=None, num_hypotheses=1, length_penalty=None, max_length=None,
                         min_length=0, sampling=False, sampling_temperature=1.0, sampling_topk=0,
-                        sampling_topp=1.0, seed=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
+                        sampling_topp=1.0, seed=0, no_repeat_ngram_size=None, repetition_penalty=1.0,
                         max_batch_size=32, max_input_tokens=0, truncate=False, source_lang=None, target_lang=None):
         """Translates many texts; returns one ordo.TranslationResult per text, in order.
 
@@ -62,18 +62,18 @@ class Translator:
         return self._impl.translate_batch(texts, _keywords.collect(locals()))
 
     @_keywords.documented
-    def translate(self, text, beam_size=1, num_hypotheses=1, length_penalty=1.0, max_length=0, min_length=0,
+    def translate(self, text, beam_size=None, num_hypotheses=1, length_penalty=None, max_length=None, min_length=0,
                   sampling=False, sampling_temperature=1.0, sampling_topk=0, sampling_topp=1.0, seed=0,
-                  no_repeat_ngram_size=0, repetition_penalty=1.0, max_batch_size=32, max_input_tokens=0,
+                  no_repeat_ngram_size=None, repetition_penalty=1.0, max_batch_size=32, max_input_tokens=0,
                   truncate=False, source_lang=None, target_lang=None):
         """The best translation of one text (str). Raises ordo.Error when it cannot be
         translated (blank, control characters, too long)."""
         return self._impl.translate(text, _keywords.collect(locals()))
 
     @_keywords.documented
-    def translate_ids_batch(self, sources, beam_size=1, num_hypotheses=1, length_penalty=1.0, max_length=0,
+    def translate_ids_batch(self, sources, beam_size=None, num_hypotheses=1, length_penalty=None, max_length=None,
                             min_length=0, sampling=False, sampling_temperature=1.0, sampling_topk=0,
-                            sampling_topp=1.0, seed=0, no_repeat_ngram_size=0, repetition_penalty=1.0,
+                            sampling_topp=1.0, seed=0, no_repeat_ngram_size=None, repetition_penalty=1.0,
                             max_batch_size=32, target_lang=None):
         """Translates token ids, for tokenizer-free use: `sources` is a list of id lists
         (eos included, used as given). Returns one ordo.TranslationResult per source;

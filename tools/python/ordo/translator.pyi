@@ -16,23 +16,26 @@ class Translator:
     def language_codes(self) -> list[str]: ...
     @property
     def tokenizer(self) -> Tokenizer: ...
-    def translate_batch(self, texts: list[str], beam_size: int = 1, num_hypotheses: int = 1,
-                        length_penalty: float = 1.0, max_length: int = 0, min_length: int = 0,
-                        sampling: bool = False, sampling_temperature: float = 1.0, sampling_topk: int = 0,
-                        sampling_topp: float = 1.0, seed: int = 0, no_repeat_ngram_size: int = 0,
-                        repetition_penalty: float = 1.0, max_batch_size: int = 32, max_input_tokens: int = 0,
-                        truncate: bool = False, source_lang: Optional[str] = None,
+    def translate_batch(self, texts: list[str], beam_size: Optional[int] = None, num_hypotheses: int = 1,
+                        length_penalty: Optional[float] = None, max_length: Optional[int] = None,
+                        min_length: int = 0, sampling: bool = False, sampling_temperature: float = 1.0,
+                        sampling_topk: int = 0, sampling_topp: float = 1.0, seed: int = 0,
+                        no_repeat_ngram_size: Optional[int] = None, repetition_penalty: float = 1.0,
+                        max_batch_size: int = 32, max_input_tokens: int = 0, truncate: bool = False,
+                        source_lang: Optional[str] = None,
                         target_lang: Optional[str] = None) -> list[TranslationResult]: ...
-    def translate(self, text: str, beam_size: int = 1, num_hypotheses: int = 1, length_penalty: float = 1.0,
-                  max_length: int = 0, min_length: int = 0, sampling: bool = False,
-                  sampling_temperature: float = 1.0, sampling_topk: int = 0, sampling_topp: float = 1.0,
-                  seed: int = 0, no_repeat_ngram_size: int = 0, repetition_penalty: float = 1.0,
-                  max_batch_size: int = 32, max_input_tokens: int = 0, truncate: bool = False,
-                  source_lang: Optional[str] = None, target_lang: Optional[str] = None) -> str: ...
-    def translate_ids_batch(self, sources: list[list[int]], beam_size: int = 1, num_hypotheses: int = 1,
-                            length_penalty: float = 1.0, max_length: int = 0, min_length: int = 0,
-                            sampling: bool = False, sampling_temperature: float = 1.0, sampling_topk: int = 0,
-                            sampling_topp: float = 1.0, seed: int = 0, no_repeat_ngram_size: int = 0,
+    def translate(self, text: str, beam_size: Optional[int] = None, num_hypotheses: int = 1,
+                  length_penalty: Optional[float] = None, max_length: Optional[int] = None, min_length: int = 0,
+                  sampling: bool = False, sampling_temperature: float = 1.0, sampling_topk: int = 0,
+                  sampling_topp: float = 1.0, seed: int = 0, no_repeat_ngram_size: Optional[int] = None,
+                  repetition_penalty: float = 1.0, max_batch_size: int = 32, max_input_tokens: int = 0,
+                  truncate: bool = False, source_lang: Optional[str] = None,
+                  target_lang: Optional[str] = None) -> str: ...
+    def translate_ids_batch(self, sources: list[list[int]], beam_size: Optional[int] = None,
+                            num_hypotheses: int = 1, length_penalty: Optional[float] = None,
+                            max_length: Optional[int] = None, min_length: int = 0, sampling: bool = False,
+                            sampling_temperature: float = 1.0, sampling_topk: int = 0, sampling_topp: float = 1.0,
+                            seed: int = 0, no_repeat_ngram_size: Optional[int] = None,
                             repetition_penalty: float = 1.0, max_batch_size: int = 32,
                             target_lang: Optional[str] = None) -> list[TranslationResult]: ...
     def score_batch(self, sources: list[str], targets: list[str], max_batch_size: int = 32,

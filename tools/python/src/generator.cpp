@@ -72,7 +72,7 @@ class GeneratorBinding {
   }
 
   Generator with(const py::dict& keywords, const py::object& also = py::none()) const {
-    GeneratorOptions options = generator_options(keywords);
+    GeneratorOptions options = generator_options(keywords, generator_.model());
     options.interrupt = interrupt_check(also);
     return generator_.with_options(options);
   }

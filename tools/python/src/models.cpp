@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bindings.h"
@@ -24,16 +25,33 @@ TextKind text_kind(const Model& model, const std::optional<std::string>& kind) {
   throw_option_error("kind", "must be 'source', 'target' or 'prompt', got '" + *kind + "'");
 }
 
+// A multilingual model's language codes for one call (None: not given).
+struct Languages {
+  std::optional<std::string> source, target;
+};
+
 // The tokenizer of a loaded model.
 class Tokenizer {
  public:
   explicit Tokenizer(Model model) : model_(std::move(model)) {}
 
-  std::vector<int> encode(const std::string& text, const std::optional<std::string>& kind, bool add_bos) const {
+  // As `ordo tokenize` reads text, and the Translator and Generator feed it: a
+  // multilingual model's source carries source_lang's code, its target and prompt
+  // target_lang's (each needed on its side); a code given to a model without codes is
+  // an OptionError naming it. bos goes before a decoder-only model's prompt only.
+  std::vector<int> encode(const std::string& text, const std::optional<std::string>& kind, bool add_bos,
+                          const Languages& languages) const {
+    const bool multilingual = !model_.language_codes().empty();
+    for (const auto& [field, code] : {std::pair{"source_lang", &languages.source},
+                                      std::pair{"target_lang", &languages.target}})
+      if (!multilingual && code->has_value()) (void)model_.language_id(**code, field);
+    const std::string source = languages.source.value_or(""), target = languages.target.value_or("");
     switch (text_kind(model_, kind)) {
-      case TextKind::Source: return model_.tokenize_source(text);
-      case TextKind::Target: return model_.tokenize_target(text);
-      case TextKind::Prompt: return model_.tokenize_prompt(text, add_bos);
+      case TextKind::Source: return multilingual ? model_.tokenize_source(text, source) : model_.tokenize_source(text);
+      case TextKind::Target: return multilingual ? model_.tokenize_target(text, target) : model_.tokenize_target(text);
+      case TextKind::Prompt:
+        return multilingual ? model_.tokenize_prompt(text, false, target)
+                            : model_.tokenize_prompt(text, add_bos && model_.is_decoder_only());
     }
     return {};
   }
@@ -49,9 +67,10 @@ class Tokenizer {
     return model_.target_pieces(ids);
   }
 
-  Tokens tokenize(const std::string& text, const std::optional<std::string>& kind, bool add_bos) const {
+  Tokens tokenize(const std::string& text, const std::optional<std::string>& kind, bool add_bos,
+                  const Languages& languages) const {
     Tokens tokens;
-    tokens.ids = encode(text, kind, add_bos);
+    tokens.ids = encode(text, kind, add_bos, languages);
     tokens.pieces = pieces(tokens.ids, kind);
     return tokens;
   }
@@ -88,28 +107,52 @@ void bind_models(py::module_& m) {
   py::class_<Tokenizer>(m, "Tokenizer",
                         "A model's SentencePiece tokenizer, as the model reads text: Translator.tokenizer, "
                         "Generator.tokenizer.\n\nkind is 'source' (eos appended), 'target' (eos appended) or 'prompt' "
-                        "(bos first, unless add_bos=False); None: 'prompt' for a decoder-only model, else 'source'.")
-      .def("encode", &Tokenizer::encode, py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
-           "The ids the model reads for `text`. Raises ordo.Error "
-           "for text it cannot read (blank, control characters, too long).")
+                        "(a decoder-only model's: bos first, unless add_bos=False; an encoder-decoder model's: the "
+                        "forced start of a translation, no bos); None: 'prompt' for a decoder-only model, else "
+                        "'source'.\n\nsource_lang, target_lang: a multilingual model's language codes (NLLB-200's "
+                        "'eng_Latn'; Translator.language_codes lists them), put where its tokenizer puts them: a "
+                        "source needs source_lang, a target and a prompt target_lang (a missing or unknown code "
+                        "raises ordo.OptionError naming it and listing the codes); a model of one pair takes none.")
+      .def(
+          "encode",
+          [](const Tokenizer& t, const std::string& text, const std::optional<std::string>& kind, bool add_bos,
+             const std::optional<std::string>& source_lang, const std::optional<std::string>& target_lang) {
+            return t.encode(text, kind, add_bos, {source_lang, target_lang});
+          },
+          py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
+          py::arg("source_lang") = py::none(), py::arg("target_lang") = py::none(),
+          "The ids the model reads for `text`, as the Translator and Generator feed them. Raises ordo.Error for text "
+          "it cannot read (blank, control characters, too long), ordo.OptionError for a missing or unknown language "
+          "code.")
       .def("decode", &Tokenizer::decode, py::arg("ids"), py::arg("kind") = py::none(),
            "Ids -> text as ordo prints it: a target (the default) stops at its first "
            "eos and skips pad, bos and decoder_start; kind='source' reads source ids. Raises ordo.Error for an id "
            "outside the vocabulary.")
       .def("pieces", &Tokenizer::pieces, py::arg("ids"), py::arg("kind") = py::none(),
            "The piece of each id ('▁cats'), for display.")
-      .def("tokenize", &Tokenizer::tokenize, py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
-           "ids and pieces together, as `ordo tokenize` shows them.");
+      .def(
+          "tokenize",
+          [](const Tokenizer& t, const std::string& text, const std::optional<std::string>& kind, bool add_bos,
+             const std::optional<std::string>& source_lang, const std::optional<std::string>& target_lang) {
+            return t.tokenize(text, kind, add_bos, {source_lang, target_lang});
+          },
+          py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
+          py::arg("source_lang") = py::none(), py::arg("target_lang") = py::none(),
+          "ids and pieces together, as `ordo tokenize` shows them.");
 
   m.def(
       "tokenize",
-      [](const py::object& model_dir, const std::string& text, const std::optional<std::string>& kind, bool add_bos) {
-        return Tokenizer(load_model(model_dir, false)).tokenize(text, kind, add_bos);
+      [](const py::object& model_dir, const std::string& text, const std::optional<std::string>& kind, bool add_bos,
+         const std::optional<std::string>& source_lang, const std::optional<std::string>& target_lang) {
+        return Tokenizer(load_model(model_dir, false)).tokenize(text, kind, add_bos, {source_lang, target_lang});
       },
       py::arg("model_dir"), py::arg("text"), py::arg("kind") = py::none(), py::arg("add_bos") = true,
+      py::arg("source_lang") = py::none(), py::arg("target_lang") = py::none(),
       "The ids and pieces a model reads for `text`, as "
       "`ordo tokenize` prints them. model_dir: a directory, a shipped model's name, or None for the default model. "
-      "kind: 'source', 'target' or 'prompt' (None: 'prompt' for a decoder-only model, else 'source').");
+      "kind: 'source', 'target' or 'prompt' (None: 'prompt' for a decoder-only model, else 'source'). "
+      "source_lang, target_lang: a multilingual model's language codes, as `ordo tokenize --source-lang "
+      "--target-lang` takes them.");
   m.def(
       "models", [] { return shipped_model_names(); },
       "The shipped models' names, sorted, as Translator and Generator take them "

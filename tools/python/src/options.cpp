@@ -81,36 +81,56 @@ bool read_shared(Options& options, const std::string& keyword, py::handle value)
   return true;
 }
 
+// A keyword passed (not None) for a field the checkpoint's generation_config.json has a
+// default for: it is the caller's choice, and wins.
+void mark_chosen(DecodingChoices& chosen, const std::string& keyword) {
+  if (keyword == "beam_size") chosen.beam_size = true;
+  else if (keyword == "max_length") chosen.max_length = true;
+  else if (keyword == "length_penalty") chosen.length_penalty = true;
+  else if (keyword == "no_repeat_ngram_size") chosen.no_repeat_ngram_size = true;
+}
+
+// A multilingual model's language code (NLLB-200's "eng_Latn"), checked by the
+// Translator or Generator; false for another keyword.
+template <class Options>
+bool read_language(Options& options, const std::string& keyword, py::handle value) {
+  if (keyword != "source_lang" && keyword != "target_lang") return false;
+  if (!PyUnicode_Check(value.ptr())) throw py::type_error(keyword + ": expected a str, got " + type_name(value));
+  (keyword == "source_lang" ? options.source_lang : options.target_lang) = value.cast<std::string>();
+  return true;
+}
+
 template <class Options, class Extra>
-Options read(const py::dict& keywords, Extra&& read_extra) {
+Options read(const py::dict& keywords, const Model& model, Extra&& read_extra) {
   Options options;
+  DecodingChoices chosen;
   for (const auto& [key, value] : keywords) {
     const std::string keyword = py::str(key);
-    if (value.is_none()) continue;  // the default
-    if (!read_shared(options, keyword, value) && !read_extra(options, keyword, value))
+    if (value.is_none()) continue;  // the default: the model's, else the C++ field's
+    if (!read_shared(options, keyword, value) && !read_language(options, keyword, value) &&
+        !read_extra(options, keyword, value))
       throw py::type_error("unexpected keyword argument '" + keyword + "'");
+    mark_chosen(chosen, keyword);
   }
+  options.decoding = model.with_generation_defaults(options.decoding, chosen);
   return options;
 }
 
 }  // namespace
 
-TranslatorOptions translator_options(const py::dict& keywords) {
-  return read<TranslatorOptions>(keywords, [](TranslatorOptions& options, const std::string& keyword, py::handle value) {
-    // A multilingual model's language codes (NLLB-200's "eng_Latn"); checked by the Translator.
-    if (keyword != "source_lang" && keyword != "target_lang") return false;
-    if (!PyUnicode_Check(value.ptr())) throw py::type_error(keyword + ": expected a str, got " + type_name(value));
-    (keyword == "source_lang" ? options.source_lang : options.target_lang) = value.cast<std::string>();
-    return true;
+TranslatorOptions translator_options(const py::dict& keywords, const Model& model) {
+  return read<TranslatorOptions>(keywords, model, [](TranslatorOptions&, const std::string&, py::handle) {
+    return false;
   });
 }
 
-GeneratorOptions generator_options(const py::dict& keywords) {
-  return read<GeneratorOptions>(keywords, [](GeneratorOptions& options, const std::string& keyword, py::handle value) {
-    if (keyword != "add_bos") return false;
-    options.add_bos = as_bool(value, keyword);
-    return true;
-  });
+GeneratorOptions generator_options(const py::dict& keywords, const Model& model) {
+  return read<GeneratorOptions>(keywords, model,
+                                [](GeneratorOptions& options, const std::string& keyword, py::handle value) {
+                                  if (keyword != "add_bos") return false;
+                                  options.add_bos = as_bool(value, keyword);
+                                  return true;
+                                });
 }
 
 std::string keyword_for(const std::string& field) {

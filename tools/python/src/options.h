@@ -14,11 +14,15 @@ namespace ordo::python {
 namespace py = pybind11;
 
 // `keywords` maps keyword -> value, as the Python layer collects them (None: the
-// default). A value of the wrong type raises TypeError, one out of range for its C++
+// default). A decoding field the checkpoint has a generation default for (num_beams,
+// max_length, ... of its generation_config.json) takes `model`'s when its keyword is
+// None, and the keyword's value otherwise (Model::with_generation_defaults, as the CLI's
+// flags); bad_words_ids and forced_bos_token_id, which have no keyword, always take the
+// model's. A value of the wrong type raises TypeError, one out of range for its C++
 // field ordo::OptionError, both naming the keyword; the options' own validate() is left
 // to the Translator or Generator that takes them. An unknown keyword is a TypeError.
-TranslatorOptions translator_options(const py::dict& keywords);
-GeneratorOptions generator_options(const py::dict& keywords);
+TranslatorOptions translator_options(const py::dict& keywords, const Model& model);
+GeneratorOptions generator_options(const py::dict& keywords, const Model& model);
 
 // The Python keyword of a C++ options field ("n_best" -> "num_hypotheses"); any other
 // name as it is.

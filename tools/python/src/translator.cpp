@@ -91,7 +91,7 @@ class TranslatorBinding {
 
   // The translator for one call: these keywords, and the check that lets Ctrl-C stop it.
   Translator with(const py::dict& keywords) const {
-    TranslatorOptions options = translator_options(keywords);
+    TranslatorOptions options = translator_options(keywords, translator_.model());
     options.interrupt = interrupt_check();
     return translator_.with_options(options);
   }

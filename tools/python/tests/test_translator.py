@@ -3,6 +3,7 @@ to what `ordo translate/score --json` prints for the same input and options."""
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -23,7 +24,10 @@ def test_the_default_model_is_sinusoidal():
     assert default.translate("dogs chase cats") == "Hunde jagen Katzen"
 
 
-@pytest.mark.parametrize("model", ["sinusoidal", "alibi", "learned", "rope", "sinusoidal-split", "t5_relative", "none"])
+# marian's generation_config.json sets 4 beams and bans its pad token: without a keyword
+# the Translator applies them, as the CLI does without a flag.
+@pytest.mark.parametrize("model", ["sinusoidal", "alibi", "learned", "rope", "sinusoidal-split", "t5_relative", "none",
+                                   "marian", "t5"])
 def test_translate_batch_equals_the_cli_on_every_shipped_translation_model(model):
     translator = ordo.Translator(model)
     got = translator.translate_batch(SENTENCES)
@@ -140,6 +144,52 @@ def test_attention_equals_the_clis_csv(translator, tmp_path):
     assert np.shares_memory(as_array, got.weights) and np.array_equal(as_array, got.weights)
     encoder = translator.attention("cats chase dogs", kind="encoder", layer=1)
     assert encoder.rows == encoder.columns == got.columns
+
+
+def copy_with_generation_config(source, directory, generation_config):
+    """A copy of model directory `source` with `generation_config` as its generation_config.json."""
+    shutil.copytree(source, directory)
+    (directory / "generation_config.json").write_text(json.dumps(generation_config), encoding="utf-8")
+    return str(directory)
+
+
+def test_generation_defaults_apply_unless_a_keyword_is_given(tmp_path):
+    """generation_config.json's num_beams, max_length, length_penalty, no_repeat_ngram_size
+    and bad_words_ids are a Translator's defaults: a call without keywords equals one with
+    those values given by hand on a model without them, and a keyword given wins."""
+    sentences = SENTENCES[:10]
+    plain = copy_with_generation_config(WEIGHTS / "marian", tmp_path / "plain", {"bad_words_ids": [[317]]})
+    greedy = ordo.Translator(plain).translate_batch(sentences)
+    banned = greedy[0].ids[0][0]  # the first token of the first translation
+    bad_words = [[317], [banned]]
+    defaults = {"num_beams": 3, "max_length": 6, "length_penalty": 0.5, "no_repeat_ngram_size": 2,
+                "bad_words_ids": bad_words, "decoder_start_token_id": 317, "eos_token_id": 0}
+    with_defaults = copy_with_generation_config(WEIGHTS / "marian", tmp_path / "defaults", defaults)
+    only_bans = copy_with_generation_config(WEIGHTS / "marian", tmp_path / "bans", {"bad_words_ids": bad_words})
+
+    got = ordo.Translator(with_defaults).translate_batch(sentences, num_hypotheses=2)
+    by_hand = ordo.Translator(only_bans).translate_batch(sentences, num_hypotheses=2, beam_size=3, max_length=5,
+                                                          length_penalty=0.5, no_repeat_ngram_size=2)
+    for i, (g, h) in enumerate(zip(got, by_hand)):
+        assert g.error is None, (i, g.error)
+        assert g.ids == h.ids and g.scores == h.scores, i
+        assert all(len(ids) <= 5 and banned not in ids for ids in g.ids), i
+    assert got[0].ids[0] != greedy[0].ids[0]  # the defaults changed the result
+    # The CLI without flags decodes the same.
+    want = cli_json("translate", "--model", with_defaults, input_text="\n".join(sentences) + "\n")
+    assert [g.ids[0] for g in got] == [w["target_ids"] for w in want]
+    # A keyword given wins, even at DecodingOptions' own default: greedy, as --beam 1.
+    chosen = ordo.Translator(with_defaults).translate_batch(sentences, beam_size=1, max_length=0)
+    want = cli_json("translate", "--model", with_defaults, "--beam", "1", "--max-length", "0",
+                    input_text="\n".join(sentences) + "\n")
+    assert [c.ids[0] for c in chosen] == [w["target_ids"] for w in want]
+    assert all(banned not in c.ids[0] for c in chosen)  # bad_words_ids, which has no keyword, still applies
+    assert [c.ids[0] for c in chosen] != [g.ids[0] for g in got]
+    # The Generator continues translations under the same defaults, as `ordo generate`.
+    generator = ordo.Generator(with_defaults)
+    continued = generator.generate_batch([""], sources=sentences[:1])
+    want = cli_json("generate", "--model", with_defaults, "--source", sentences[0])
+    assert continued[0].ids == want[0]["generated_ids"] == got[0].ids[0]
 
 
 def test_tokenize_equals_the_cli():
