@@ -271,7 +271,8 @@ TEST(M2M100Parity, OracleCoversTheVariants) {
     EXPECT_EQ(model->languages().codes.size(), reference.at("codes").size());
   }
   for (const char* want : {"ids in added_tokens_decoder", "ids after pieces", "legacy", "code first", "scaled",
-                           "unscaled", "sharded", "single file", "F32", "BF16", "activation relu", "activation gelu"})
+                           "unscaled", "sharded", "single file", "F32", "F16", "BF16", "activation relu",
+                           "activation gelu", "activation swish"})
     EXPECT_TRUE(kinds.contains(want)) << "no M2M100 oracle model covers " << want;
 }
 

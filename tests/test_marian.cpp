@@ -289,13 +289,25 @@ TEST(Marian, GenerationConfigSuppliesTheDefaults) {
   EXPECT_EQ(model->transformer().tokens.other_eos, std::vector<int>{7});
   EXPECT_FALSE(model->generation().applied.contains("do_sample"));  // not applied, not shown
 
+  // max_new_tokens counts generated tokens as ordo does (and wins over max_length), up to
+  // what the positions hold; forced_bos_token_id forces the first generated token.
+  write_generation_config(dir, json::parse(R"({"max_new_tokens": 4, "max_length": 8, "forced_bos_token_id": 6})"));
+  EXPECT_EQ(LoadedModel::load(dir)->generation().decoding.max_length, 4);
+  EXPECT_EQ(LoadedModel::load(dir)->generation().decoding.forced_bos_token_id, 6);
+  write_generation_config(dir, json::parse(R"({"max_new_tokens": 400})"));
+  EXPECT_EQ(LoadedModel::load(dir)->generation().decoding.max_length, 19);
+
   for (const auto& [bad, message] : std::vector<std::pair<std::string, std::string>>{
            {R"({"num_beams": "4"})", "generation_config.json: key 'num_beams': expected an integer"},
            {R"({"num_beams": 0})", "key 'num_beams': 0 is outside [1, 1024]"},
            {R"({"bad_words_ids": [[30]]})", "key 'bad_words_ids': 30 is outside [0, 29]"},
            {R"({"bad_words_ids": [29]})", "key 'bad_words_ids': expected a list of non-empty id lists"},
            {R"({"eos_token_id": []})", "key 'eos_token_id': is an empty list"},
-           {R"({"length_penalty": "1"})", "key 'length_penalty': expected a number"}}) {
+           {R"({"length_penalty": "1"})", "key 'length_penalty': expected a number"},
+           {R"({"forced_bos_token_id": 30})", "key 'forced_bos_token_id': 30 is outside [0, 29]"},
+           {R"({"decoder_start_token_id": -1})", "key 'decoder_start_token_id': -1 is outside [0, 29]"},
+           {R"({"no_repeat_ngram_size": 1.5})", "key 'no_repeat_ngram_size': expected an integer"},
+           {R"({"max_new_tokens": 0})", "key 'max_new_tokens': 0 is outside [1, 4096]"}}) {
     write_generation_config(dir, json::parse(bad));
     EXPECT_THAT(error_of([&] { LoadedModel::load(dir); }), HasSubstr(message)) << bad;
   }

@@ -532,6 +532,26 @@ TEST(T5Files, ASentencePieceModelOfAnotherModelIsRefusedByName) {
               HasSubstr("spiece.model: is not a SentencePiece model"));
 }
 
+// As GenerationConfig.from_model_config: without generation_config.json, T5's
+// config.json supplies the decoding defaults (the original t5 checkpoints' config.json
+// holds task_specific_params, read by nothing, and may hold num_beams and max_length).
+TEST(T5Files, ConfigJsonStandsInForAMissingGenerationConfig) {
+  const fs::path dir = broken_copy([](const fs::path& d) {
+    fs::remove(d / "generation_config.json");
+    edit_config(d, {{"num_beams", 2}, {"max_length", 6}, {"no_repeat_ngram_size", 3},
+                    {"task_specific_params", {{"translation_en_to_de", {{"num_beams", 4}}}}}});
+  });
+  const auto model = LoadedModel::load(dir);
+  EXPECT_EQ(model->generation().decoding.beam_size, 2);
+  EXPECT_EQ(model->generation().decoding.max_length, 5);  // transformers counts decoder_start
+  EXPECT_EQ(model->generation().decoding.no_repeat_ngram_size, 3);
+  EXPECT_THAT(model->generation().source, HasSubstr("config.json"));
+  // With generation_config.json, config.json's keys are not read.
+  std::ofstream(dir / "generation_config.json") << R"({"decoder_start_token_id": 0, "eos_token_id": 1})";
+  EXPECT_EQ(LoadedModel::load(dir)->generation().decoding.beam_size, 1);
+  fs::remove_all(dir);
+}
+
 TEST(T5Files, WithoutSpieceModelIdsStillWork) {
   const fs::path dir = broken_copy([](const fs::path& d) { fs::remove(d / "spiece.model"); });
   const auto model = LoadedModel::load(dir);

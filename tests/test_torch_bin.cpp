@@ -676,6 +676,49 @@ TEST(TorchBin, EveryFamilyLoadsADirectoryWithOnlyPytorchModelBin) {
   }
 }
 
+// The other families of Hugging Face checkpoints: a T5 or NLLB state_dict saved by
+// torch.save names every tied weight (T5: shared, {encoder,decoder}.embed_tokens and a
+// tied lm_head; M2M100: model.shared, model.{encoder,decoder}.embed_tokens, lm_head), all
+// on one storage: read as the tie, without a warning, and bit for bit the safetensors
+// twin's outputs.
+TEST(TorchBin, T5AndM2M100DirectoriesWithOnlyPytorchModelBinLoadAsTheirSafetensorsTwins) {
+  const json t5 = {{"model_type", "t5"}, {"vocab_size", 30}, {"d_model", 16}, {"d_kv", 4}, {"d_ff", 24},
+                   {"num_layers", 2},    {"num_heads", 4},   {"feed_forward_proj", "gated-gelu"},
+                   {"tie_word_embeddings", true}};
+  const json m2m100 = {{"model_type", "m2m_100"}, {"vocab_size", 30},           {"d_model", 16},
+                       {"encoder_layers", 2},     {"decoder_layers", 2},        {"encoder_attention_heads", 2},
+                       {"decoder_attention_heads", 4}, {"encoder_ffn_dim", 32}, {"decoder_ffn_dim", 24},
+                       {"max_position_embeddings", 20}};
+  const std::vector<std::pair<json, std::string>> families{{t5, "shared.weight"}, {m2m100, "model.shared.weight"}};
+  for (const auto& [config, shared] : families) {
+    SCOPED_TRACE(config.at("model_type").get<std::string>());
+    const std::string prefix = shared == "shared.weight" ? "" : "model.";
+    const std::vector<std::string> aliases{prefix + "encoder.embed_tokens.weight",
+                                           prefix + "decoder.embed_tokens.weight", "lm_head.weight"};
+    // The safetensors twin as save_pretrained writes it: the tied copies left out (the
+    // factory writes T5's optional copies with values of their own).
+    const fs::path dir = temp_dir("torch-bin-hf");
+    testing_support::write_random_model(dir, config, 4, [&](std::vector<NamedTensor>& tensors) {
+      std::erase_if(tensors, [&](const NamedTensor& t) {
+        return std::find(aliases.begin(), aliases.end(), t.name) != aliases.end();
+      });
+    });
+    std::vector<std::pair<std::string, std::string>> ties;
+    for (const std::string& alias : aliases) ties.emplace_back(alias, shared);
+    const fs::path twin = temp_dir("torch-bin-hf-twin");
+    fs::copy_file(dir / "config.json", twin / "config.json");
+    write_bin_of(dir / "model.safetensors", twin / "pytorch_model.bin", ties);
+    std::vector<std::string> warnings;
+    const auto safetensors = LoadedModel::load(dir, [](const std::string&) {});
+    const auto bin = LoadedModel::load(twin, [&](const std::string& w) { warnings.push_back(w); });
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    EXPECT_EQ(bin->config().family, safetensors->config().family);
+    expect_same_outputs(*safetensors, *bin);
+    fs::remove_all(dir);
+    fs::remove_all(twin);
+  }
+}
+
 TEST(TorchBin, ADirectoryWithOnlyPytorchModelBinLoadsAsItsSafetensorsTwin) {
   const fs::path dir = temp_dir("torch-bin-model");
   testing_support::write_random_model(dir, testing_support::tiny_config(), 3);

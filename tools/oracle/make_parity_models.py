@@ -808,6 +808,8 @@ M2M100_MODELS = {
     "nllb-relu-f32": ({"activation_function": "relu"}, "F32", 1, True, False),
     "nllb-gelu-unscaled-legacy-bf16-sharded": (
         {"activation_function": "gelu", "scale_embedding": False, "decoder_layers": 3}, "BF16", 2, False, True),
+    # F16, as "every family: F32/F16/BF16" asks, and swish, NLLB's other activation name.
+    "nllb-swish-f16": ({"activation_function": "swish", "encoder_layers": 1}, "F16", 1, False, False),
 }
 NLLB_TEXTS = [  # (text, source code, target code)
     ("The clever young teachers chase dogs", "eng_Latn", "deu_Latn"),
