@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tests/cli_runner.h"
+#include "tests/model_factory.h"
 #include "tools/cli/serve/requests.h"
 #include "tools/cli/serve/stop_text.h"
 
@@ -829,6 +830,40 @@ TEST(ServeLanguages, SourceAndTargetLangTranslateAsTheOracleAndBadCodesAre400) {
               std::string::npos)
         << "the codes are listed: " << refused.dump();
   }
+}
+
+// A checkpoint's generation_config.json gives /v1/translate and /translate their
+// defaults, under the fields a request gives, as `ordo translate` applies it under its
+// flags. The shipped marian with 2 beams and translations cut at 3 tokens: without the
+// defaults every answer would be the whole greedy translation. Oracle: the CLI.
+TEST(ServeGenerationDefaults, AModelsGenerationConfigAppliesUnderTheRequestsFields) {
+  const std::filesystem::path dir = testing_support::temp_dir("serve-generation-defaults");
+  std::filesystem::copy(std::string(ORDO_SOURCE_DIR) + "/weights/marian", dir,
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir / "generation_config.json")
+      << R"({"num_beams": 2, "max_length": 4, "bad_words_ids": [[317]], "decoder_start_token_id": 317, "eos_token_id": 0})";
+  const std::string model = " --model " + shell_quote(dir.string());
+  const std::vector<json> defaults = cli_json("translate" + model + quoted(kSentences));
+  const std::vector<json> chosen_cli = cli_json("translate" + model + " --beam 1 --max-length 0" + quoted(kSentences));
+  Server server({"--model", "en-de=" + dir.string()});
+  const auto [status, answer] = server.post("/v1/translate", {{"model", "en-de"}, {"text", kSentences}});
+  ASSERT_EQ(status, 200) << answer.dump();
+  const auto [chosen_status, chosen] = server.post(
+      "/v1/translate", {{"model", "en-de"}, {"text", kSentences}, {"beam_size", 1}, {"max_length", 0}});
+  ASSERT_EQ(chosen_status, 200) << chosen.dump();
+  const auto [libre_status, libre] = server.post("/translate", {{"q", kSentences}, {"source", "en"}, {"target", "de"}});
+  ASSERT_EQ(libre_status, 200) << libre.dump();
+  bool differ = false;
+  for (std::size_t i = 0; i < kSentences.size(); ++i) {
+    SCOPED_TRACE("sentence " + std::to_string(i));
+    EXPECT_EQ(answer["translations"][i]["ids"], defaults[i]["target_ids"]);
+    EXPECT_LE(answer["translations"][i]["ids"].size(), 3u);
+    EXPECT_EQ(chosen["translations"][i]["ids"], chosen_cli[i]["target_ids"]);
+    EXPECT_EQ(libre["translatedText"][i], defaults[i]["translation"]);
+    differ = differ || defaults[i]["target_ids"] != chosen_cli[i]["target_ids"];
+  }
+  EXPECT_TRUE(differ) << "the defaults and the request's fields give the same translations: nothing is tested";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -117,6 +117,8 @@ TranslateRequest parse_translate(const json& body) {
   DecodingOptions& d = request.decoding;
   constexpr std::int64_t kInt = std::numeric_limits<int>::max();
   if (const json* v = field(body, "beam_size")) d.beam_size = integer(*v, "beam_size", 1, kInt);
+  request.chosen.beam_size = field(body, "beam_size") != nullptr;
+  request.chosen.max_length = field(body, "max_length") != nullptr;
   if (const json* v = field(body, "num_hypotheses")) d.n_best = integer(*v, "num_hypotheses", 1, kInt);
   if (const json* v = field(body, "max_length")) d.max_length = integer(*v, "max_length", 0, kInt);
   if (const json* v = field(body, "sampling")) d.sample = boolean(*v, "sampling");

@@ -36,6 +36,7 @@ struct TranslateRequest {
   std::string model;               // "" : the server's default model
   std::vector<std::string> texts;  // "text": a string is one text
   DecodingOptions decoding;        // beam_size, num_hypotheses, max_length, sampling, temperature, top_k, top_p, seed
+  DecodingChoices chosen;          // the fields the body gave; the model's generation defaults fill the others
   bool hypotheses = false;         // num_hypotheses > 1: every hypothesis is returned
   // A multilingual model's codes (NLLB's "eng_Latn"); ignored by a model that translates one pair.
   std::string source_lang, target_lang;

@@ -195,7 +195,9 @@ void translate(ServeState& state, const httplib::Request& req, httplib::Response
   check_length(m, request.decoding.max_length, "max_length");
   Job job;
   job.kind = Job::Kind::Translate;
-  job.decoding = request.decoding;
+  // The model's generation_config.json under the fields the body gave, as `ordo
+  // translate` puts it under its flags (a Marian model's beams and banned pad).
+  job.decoding = m.model.with_generation_defaults(request.decoding, request.chosen);
   job.texts = request.texts;
   if (!m.model.language_codes().empty()) {
     // A multilingual model: both codes, known to it, or 400 naming the field (and the codes).
@@ -259,6 +261,7 @@ void libretranslate(ServeState& state, const httplib::Request& req, httplib::Res
   ServedModel& m = model_for(state, state.find(pair) ? pair : "", Job::Kind::Translate);
   Job job;
   job.kind = Job::Kind::Translate;
+  job.decoding = m.model.with_generation_defaults(job.decoding, {});  // as `ordo translate` without flags
   job.texts = request.texts;
   const Outcome outcome = run(state, m, std::move(job), req);
   json translated = json::array();

@@ -22,7 +22,7 @@ bool same_decoding(const DecodingOptions& a, const DecodingOptions& b) {
          a.max_length == b.max_length && a.min_length == b.min_length &&
          a.no_repeat_ngram_size == b.no_repeat_ngram_size && a.repetition_penalty == b.repetition_penalty &&
          a.sample == b.sample && a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
-         a.seed == b.seed;
+         a.seed == b.seed && a.bad_words_ids == b.bad_words_ids && a.forced_bos_token_id == b.forced_bos_token_id;
 }
 
 // A job that runs alone: streamed, or sampled. Text i of a request samples from the
