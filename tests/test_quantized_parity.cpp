@@ -188,7 +188,8 @@ TEST(QuantizedParity, BeamSearchMatchesTheOraclesBeamSearch) {
   for (const std::string& name : quantized_models()) {
     SCOPED_TRACE("model " + name);
     const auto model = LoadedModel::load(parity_dir() / name);
-    for (const nlohmann::json& c : read_json(parity_dir() / name / "reference.json").at("beam")) {
+    const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
+    for (const nlohmann::json& c : reference.at("beam")) {
       SCOPED_TRACE("beam case " + c.dump().substr(0, 120));
       const DecodeResult got =
           run(model->transformer(), {request_of(c)}, testing_support::beam_case_options(c)).front();
@@ -210,8 +211,8 @@ TEST(QuantizedParity, SamplingWithASeedDrawsWhatTheDequantizedTwinDraws) {
     const auto plain = LoadedModel::load(parity_dir() / twin);
     EXPECT_EQ(plain->weights().matrix_formats().find("int"), std::string::npos) << "the twin is float";
     std::vector<DecodeRequest> requests;
-    for (const nlohmann::json& c : read_json(parity_dir() / name / "reference.json").at("cases"))
-      requests.push_back(request_of(c));
+    const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
+    for (const nlohmann::json& c : reference.at("cases")) requests.push_back(request_of(c));
     DecodingOptions sampling;
     sampling.sample = true;
     sampling.seed = 11;
