@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
@@ -43,6 +44,8 @@
 #include "engine/score.h"
 #include "engine/search.h"
 #include "models/loaded_model.h"
+#include "models/safetensors.h"
+#include "ordo/quantize.hpp"
 #include "tests/parity_support.h"
 #include "tests/reference.h"
 
@@ -243,6 +246,46 @@ TEST(QuantizedParity, SamplingWithASeedDrawsWhatTheDequantizedTwinDraws) {
     }
   }
   EXPECT_GE(tokens, 200u);
+}
+
+// Two quantizers written apart from one text (README's layout): the oracle's, in Python,
+// and `ordo quantize`. Re-quantizing a model's float twin (fl32 of q x scale) gives back q
+// and the scale exactly (int4: q x scale is exact in float32; int8: the scale comes back
+// from fl32(127 x scale) / 127, checked here), so ordo must write, tensor for tensor, the
+// bytes the oracle wrote.
+std::map<std::string, std::vector<std::byte>> tensor_bytes(const std::filesystem::path& dir) {
+  std::map<std::string, std::vector<std::byte>> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".safetensors") continue;
+    const SafetensorsFile file = SafetensorsFile::open(entry.path());
+    for (const TensorInfo& info : file.tensors()) out[info.name].assign(info.bytes.begin(), info.bytes.end());
+  }
+  return out;
+}
+
+TEST(QuantizedParity, OrdoQuantizeWritesTheOraclesBytes) {
+  const auto twins = read_json(parity_dir() / "index.json").at("dequantized_twins").get<std::map<std::string, std::string>>();
+  const std::filesystem::path scratch = std::filesystem::path(::testing::TempDir()) / "ordo-quantized-parity";
+  std::size_t tensors = 0;
+  for (const auto& [twin, name] : twins) {
+    SCOPED_TRACE("model " + name);
+    const nlohmann::json q = read_json(parity_dir() / name / "reference.json").at("quantization");
+    QuantizeOptions options;
+    options.type = q.at("type") == "int8" ? ComputeType::Int8 : ComputeType::Int4;
+    options.group_size = q.at("group_size").get<int>();
+    std::filesystem::remove_all(scratch);
+    quantize_model(parity_dir() / twin, scratch, options);
+    const auto want = tensor_bytes(parity_dir() / name);
+    const auto got = tensor_bytes(scratch);
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [tensor, bytes] : want) {
+      ASSERT_TRUE(got.contains(tensor)) << tensor;
+      EXPECT_TRUE(got.at(tensor) == bytes) << tensor;
+      ++tensors;
+    }
+  }
+  std::filesystem::remove_all(scratch);
+  EXPECT_GE(tensors, 500u);
 }
 
 }  // namespace
