@@ -106,6 +106,18 @@ the encoder-decoders with "prompt_ids" instead of "source_ids", from lm_beam_sea
 the same search with a beam's decoder input = prompt + prefix, eos = any eos id,
 hypothesis ids = the generated tokens only. Margins, redraws and the re-load check as
 above.
+
+QUANTIZED MODELS. index.json also lists "quantized_models": [names] (22; in no other
+list) and "dequantized_twins": {"<name>-dequantized": name}: ordo's encoder-decoders
+with every position scheme (quantized_ordo_specs), decoder-only ordo and LLaMA models
+(quantized_generation_specs), Marian, NLLB and T5 models (QUANTIZED_MARIAN,
+QUANTIZED_M2M100, QUANTIZED_T5), each int8 (a scale a row, or groups of 8) or int4
+(groups of 32; every width a multiple of 32). The random model is made to hold its
+dequantized weights (quantization.quantize_weights_) before its cases are drawn, saved
+as F32 (kept as the twin: fl32 of each q x scale), then rewritten quantized
+(quantize_model_dir); the references are computed from the quantized files as re-loaded
+(exact q x scale in float64) and must equal the in-memory model's. reference.json is the
+family's, with "quantization": {"type", "group_size"} (null in the other models').
 """
 from __future__ import annotations
 
