@@ -98,20 +98,25 @@ struct ContinuousBatch::Impl {
       check_request_memory(transformer, decode, options, max_lengths, capacity);
       // Known before they join: admit() already chooses their first tokens.
       for (std::size_t j = 0; j < joining.size(); ++j) pending.emplace(joining_keys[j], std::move(joining[j]));
+      adding = true;
       try {
         live.admit(decode, max_lengths, joining_keys, std::make_shared<SearchRules>(transformer, options), streams,
                    [this](std::size_t key, int token, float logprob) { chosen(key, token, logprob); });
       } catch (...) {
+        adding = false;
         for (Key key : joining_keys) pending.erase(key);
+        std::erase_if(deferred, [&](const auto& d) { return pending.count(d.first) == 0; });
         throw;
       }
+      adding = false;
     }
     for (Finished& f : at_once) finished.push_back(std::move(f));
-    collect();
+    // What admission finished is collected by the next step(), after its tokens.
     return keys;
   }
 
-  // A token of a beam-1 request is final: a streamed generation reports it.
+  // A token of a beam-1 request is final: a streamed generation reports it. The first
+  // tokens, chosen while add() runs, wait until it has returned their keys.
   void chosen(Key key, int token, float logprob) {
     const auto it = pending.find(key);
     if (it == pending.end() || !it->second->stream) return;
@@ -119,7 +124,20 @@ struct ContinuousBatch::Impl {
     const bool eos = model->transformer().tokens.is_eos(token);
     // The last token holds nothing back: no token follows it.
     const bool last = ++p.chosen == p.max_length || eos;
-    report(key, p, GeneratedToken{token, logprob, p.stream->add(token, last), eos});
+    GeneratedToken chosen{token, logprob, p.stream->add(token, last), eos};
+    if (adding)
+      deferred.emplace_back(key, std::move(chosen));
+    else
+      report(key, p, chosen);
+  }
+
+  void report_deferred() {
+    std::vector<std::pair<Key, GeneratedToken>> tokens;
+    tokens.swap(deferred);
+    for (const auto& [key, token] : tokens) {
+      const auto it = pending.find(key);
+      if (it != pending.end()) report(key, *it->second, token);  // not cancelled or failed meanwhile
+    }
   }
 
   // Gives a token to the request's callback; what it throws ends the request.
@@ -191,6 +209,8 @@ struct ContinuousBatch::Impl {
   }
 
   void step() {
+    report_deferred();
+    collect();
     try {
       live.step();
     } catch (const std::exception& e) {
@@ -212,6 +232,8 @@ struct ContinuousBatch::Impl {
   std::unordered_map<Key, std::unique_ptr<Pending>> pending;
   std::vector<Finished> finished;
   Key next_key = 0;
+  bool adding = false;                                    // inside add(): tokens wait
+  std::vector<std::pair<Key, GeneratedToken>> deferred;  // chosen by add(), for the next step()
 };
 
 const Translation& ContinuousBatch::Finished::translation() const {

@@ -77,13 +77,17 @@ class ORDO_API ContinuousBatch {
 
   // The same for prepared generations (Generator::prepare). `on_token` (if set) receives
   // each one's tokens as generate_streamed's would: with beam_size 1 each as it is
-  // chosen, with wider beams all of the best continuation once it is done. What it
-  // throws ends that request, finished with the message as its error.
+  // chosen, with wider beams all of the best continuation once it is done. The first
+  // tokens, chosen by add() itself, come at the start of the next step(), once add() has
+  // returned their keys. What on_token throws ends that request, finished with the
+  // message as its error.
   std::vector<Key> add(const Generator& generator, std::vector<Generation> requests,
                        std::span<const std::uint64_t> indexes = {}, OnToken on_token = {});
 
   // One decoder step for every live request, and each one's next choice. Requests that
-  // end are then in take_finished(). Nothing live: does nothing.
+  // end are then in take_finished() (those that add() finished already, too). Nothing
+  // live: does nothing. A step that fails (out of memory) ends every live request with
+  // its error instead of throwing.
   void step();
 
   // Ends request `key` now (its client is gone, or its text reached a stop sequence):
@@ -91,8 +95,8 @@ class ORDO_API ContinuousBatch {
   // keys are ignored. May be called from an OnToken.
   void cancel(Key key);
 
-  // Requests live (decoding) now, and the decoder sequences they hold (a beam search
-  // holds beam_size).
+  // Requests added and not yet finished or cancelled (step() until none are left), and
+  // the decoder sequences they hold (a beam search holds beam_size).
   int live_requests() const;
   int live_sequences() const;
 
