@@ -182,30 +182,34 @@ def llama_model(ordo, directory):
     """The `--shape llama` bench model at `directory`, with its tokenizer. Written by
     make_bench_model.py unless config.json's stamp is make_bench_model.py's for this ordo
     (bench.sh's rule, so that both reuse one directory); its tokenizer.model is written
-    again every time (it takes a second, and is then never a stale one)."""
+    again every time (it takes a second, and is then never a stale one). A directory
+    that is neither empty nor a bench model is refused, never replaced."""
     python = os.environ.get("PYTHON") or "/usr/bin/python3"
 
-    def tool(*args):
-        run = subprocess.run([python, *args], capture_output=True, text=True)
+    def tool(what, *args):
+        run = subprocess.run([python, *map(str, args)], capture_output=True, text=True)
         if run.returncode != 0:
-            raise SystemExit(f"serve_load.py: {' '.join(map(str, args[:1]))} failed (exit {run.returncode}): "
-                             f"{run.stderr.strip()[-400:]}; $PYTHON ({python}) needs torch and sentencepiece "
-                             f"(Debian's /usr/bin/python3 has them)")
+            raise SystemExit(f"serve_load.py: {what} failed (exit {run.returncode}): {run.stderr.strip()[-400:]}; "
+                             f"$PYTHON ({python}) needs torch and sentencepiece (Debian's /usr/bin/python3)")
         return run.stdout.strip()
 
-    want = tool("-c", "import sys; sys.path.insert(0, sys.argv[1]); import make_bench_model as m; "
-                      "print(m.stamp('llama', ordo=sys.argv[2]))", str(BENCH_DIR), str(ordo))
+    want = tool("reading the llama shape's stamp (make_bench_model.stamp)", "-c",
+                "import sys; sys.path.insert(0, sys.argv[1]); import make_bench_model as m; "
+                "print(m.stamp('llama', ordo=sys.argv[2]))", BENCH_DIR, ordo)
     try:
         have = json.loads((directory / "config.json").read_text()).get("bench_model")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         have = None
-    if have != want or not (directory / "model.safetensors").is_file():
-        print(f"serve_load: writing the llama bench model to {directory} (398 MB, once)", file=sys.stderr, flush=True)
-        shutil.rmtree(directory, ignore_errors=True)
-        tool(str(BENCH_DIR / "make_bench_model.py"), "--shape", "llama", "--tokenizer", "--ordo", str(ordo),
-             "--out", str(directory))
-    else:
-        tool(str(BENCH_DIR / "bench_tokenizer.py"), str(directory))
+    if have == want and (directory / "model.safetensors").is_file():
+        tool(f"writing {directory}/tokenizer.model", BENCH_DIR / "bench_tokenizer.py", directory)
+        return directory
+    if have is None and directory.exists() and any(directory.iterdir()):
+        raise SystemExit(f"serve_load.py: --llama-dir {directory} holds something other than a bench model "
+                         f"(its config.json has no bench_model stamp); give a new or empty directory")
+    print(f"serve_load: writing the llama bench model to {directory} (398 MB, once)", file=sys.stderr, flush=True)
+    shutil.rmtree(directory, ignore_errors=True)
+    tool(f"writing the llama bench model to {directory}", BENCH_DIR / "make_bench_model.py", "--shape", "llama",
+         "--tokenizer", "--ordo", ordo, "--out", directory)
     return directory
 
 
