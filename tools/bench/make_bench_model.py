@@ -4,11 +4,17 @@ directory both ordo and tools/bench/bench_peer.py can read:
 
     /usr/bin/python3 tools/bench/make_bench_model.py --out /tmp/ordo-bench-base
     /usr/bin/python3 tools/bench/make_bench_model.py --shape llama --out /tmp/ordo-bench-llama
+    /usr/bin/python3 tools/bench/make_bench_model.py --shape llama --tokenizer --out /tmp/ordo-bench-llama
     /usr/bin/python3 tools/bench/make_bench_model.py --position-encoding alibi --out /tmp/ordo-bench-alibi
 
 --position-encoding gives the base shape another scheme (its tensors, such as T5's bias
 tables, filled the same way), to measure what a scheme costs; `ordo bench --model DIR`
 then measures it (bench_peer.py knows only the shipped shapes' schemes).
+
+--tokenizer also writes tokenizer.model, a SentencePiece model of exactly the shape's
+vocab_size pieces that all decode (tools/bench/bench_tokenizer.py), so that the model
+reads and writes text: tools/bench/serve_load.py's completions on the llama shape. The
+weights, config.json and its stamp are the same with or without it.
 
 Shapes: ordo's. `ordo bench --list-shapes --json` prints each shape's config.json, and
 this script reads them from the ordo binary it is given (--ordo, else $ORDO, else the
@@ -37,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))  # ordo_torch, the PyTorch oracle
 
 from bench_peer import random_values  # noqa: E402  (no torch at import)
+from bench_tokenizer import save_tokenizer, tokenizer_model  # noqa: E402
 
 # Bump when random_values change, so that stale directories are rebuilt (a changed shape
 # config changes the stamp by itself: it holds a digest of the config).
@@ -84,7 +91,8 @@ def stamp(shape: str, position_encoding: str | None = None, ordo: Path | None = 
     return f"{shape}-{VERSION}-{digest}" + (f"-{position_encoding}" if position_encoding else "")
 
 
-def write_model(shape: str, out: Path, position_encoding: str | None = None, ordo: Path | None = None) -> None:
+def write_model(shape: str, out: Path, position_encoding: str | None = None, ordo: Path | None = None,
+                tokenizer: bool = False) -> None:
     import torch
     from ordo_torch import LlamaModel, OrdoModel, save_llama_dir, save_model_dir
 
@@ -94,6 +102,7 @@ def write_model(shape: str, out: Path, position_encoding: str | None = None, ord
         if llama:
             raise SystemExit("--position-encoding: the llama shape is RoPE by definition")
         config["position_encoding"] = position_encoding
+    spm_model = tokenizer_model(config) if tokenizer else None  # before the weights: fail fast
     model = (LlamaModel if llama else OrdoModel)(config)
     with torch.no_grad():
         for name, tensor in model.state_dict().items():
@@ -101,6 +110,8 @@ def write_model(shape: str, out: Path, position_encoding: str | None = None, ord
             tensor.copy_(torch.from_numpy(values))
     save = save_llama_dir if llama else save_model_dir
     save(model, out, "F32", extra_config={"bench_model": stamp(shape, position_encoding, ordo)})
+    if spm_model is not None:
+        save_tokenizer(spm_model, out)
 
 
 def main() -> int:
@@ -111,8 +122,13 @@ def main() -> int:
                    help="base shape only: this scheme instead of sinusoidal")
     p.add_argument("--ordo", type=Path, default=None,
                    help="the ordo binary whose shapes to write (default: $ORDO, else build/ordo)")
+    p.add_argument("--tokenizer", action="store_true",
+                   help="also write tokenizer.model: the shape's vocab_size pieces, every one decodable")
     args = p.parse_args()
-    write_model(args.shape, args.out, args.position_encoding, args.ordo)
+    try:
+        write_model(args.shape, args.out, args.position_encoding, args.ordo, args.tokenizer)
+    except ValueError as e:
+        raise SystemExit(f"make_bench_model.py: {e}") from None
     print(args.out)
     return 0
 

@@ -9,21 +9,29 @@ For each endpoint, the same requests three ways, at each client count C:
   process  one ordo process per request, C at a time: `ordo translate --input FILE` for
            /v1/translate, `ordo generate` for /v1/completions (each a process start and
            a model load).
-Endpoints: /v1/translate on the showcase model (one sentence per request, greedy) and
-/v1/completions on german-llama (one prompt per request, greedy, max_tokens 32). Each
-row: requests, sentences/s, tokens/s (output tokens: ids written, eos included for a
-translation; completion_tokens for a completion), p50 and p99 latency. The issue's
-target is checked at 32 clients: throughput >= 5x serial, p99 < 3x serial's p50.
+Endpoints: `translate`, /v1/translate on the showcase model (one sentence per request,
+greedy); `completions`, /v1/completions on german-llama (one prompt per request, greedy,
+max_tokens 32); `llama`, the same completions on the `ordo bench --shape llama` model
+(99M parameters, vocab 32000, random weights: decoding dominates, as in a real model),
+written once by make_bench_model.py --tokenizer to --llama-dir and reused while its
+stamp is current (as tools/bench/bench.sh reuses it), with a SentencePiece tokenizer of
+its 32000 pieces (tools/bench/bench_tokenizer.py; written again each run, a second) so
+that its random ids come back as text. Each row: requests, sentences/s, tokens/s
+(output tokens: ids written, eos included for a translation; completion_tokens for a
+completion), p50 and p99 latency. The issue's target is checked at 32 clients:
+throughput >= 5x serial, p99 < 3x serial's p50.
 
 A benchmark, not a test: run it on a quiet machine. It checks every answer is 200
 (a failed request is reported, never timed as a success).
 
   /usr/bin/python3 tools/bench/serve_load.py                      # the whole table
   /usr/bin/python3 tools/bench/serve_load.py --clients 1,2 --requests 8 --modes server,process
-      [--ordo build/ordo] [--threads 2] [--endpoints translate,completions] [--max-batch 32]
-      [--json FILE]
+      [--ordo build/ordo] [--threads 2] [--endpoints translate,completions,llama] [--max-batch 32]
+      [--llama-dir /tmp/ordo-bench-llama] [--json FILE]
 
-Python's standard library only (threads and http.client).
+Python's standard library only (threads and http.client); the llama model is written by
+$PYTHON (default /usr/bin/python3, Debian's, with torch and sentencepiece), as bench.sh
+writes it.
 """
 
 import argparse
@@ -31,7 +39,9 @@ import concurrent.futures
 import http.client
 import json
 import math
+import os
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,6 +55,10 @@ from serve_process import ServeProcess, ordo_binary  # noqa: E402
 
 TRANSLATION_MODEL = SOURCE_DIR / "weights" / "sinusoidal"
 LANGUAGE_MODEL = SOURCE_DIR / "weights" / "german-llama"
+BENCH_DIR = pathlib.Path(__file__).resolve().parent
+LLAMA_MODEL = pathlib.Path("/tmp/ordo-bench-llama")  # bench.sh's directory for --shape llama
+ENDPOINTS = ("translate", "completions", "llama")
+SERVED_NAME = {"completions": "german-llama", "llama": "llama"}  # --model NAME=DIR
 DATA = SOURCE_DIR / "weights" / "data" / "test.tsv"
 MAX_TOKENS = 32
 REQUEST_SECONDS = 600
@@ -58,7 +72,7 @@ def workload(endpoint, count):
         texts = [row[0] for row in rows]
         return [{"text": texts[i % len(texts)]} for i in range(count)]
     prompts = [" ".join(row[1].split()[:2]) for row in rows]
-    return [{"model": "german-llama", "prompt": prompts[i % len(prompts)], "max_tokens": MAX_TOKENS,
+    return [{"model": SERVED_NAME[endpoint], "prompt": prompts[i % len(prompts)], "max_tokens": MAX_TOKENS,
              "temperature": 0} for i in range(count)]
 
 
@@ -129,8 +143,8 @@ def run_server(port, endpoint, bodies, clients):
     return time.perf_counter() - start, latencies, tokens[0], failures
 
 
-def run_processes(ordo, endpoint, bodies, clients, threads, scratch):
-    """One ordo process per request, `clients` at a time."""
+def run_processes(ordo, endpoint, model, bodies, clients, threads, scratch):
+    """One ordo process per request on the model directory `model`, `clients` at a time."""
     latencies, tokens, failures = [], [0], []
     lock = threading.Lock()
 
@@ -139,10 +153,10 @@ def run_processes(ordo, endpoint, bodies, clients, threads, scratch):
         if endpoint == "translate":
             source = pathlib.Path(scratch) / f"input-{i}.txt"
             source.write_text(body["text"] + "\n", encoding="utf-8")
-            command = [ordo, "translate", "--model", str(TRANSLATION_MODEL), "--threads", str(threads),
+            command = [ordo, "translate", "--model", str(model), "--threads", str(threads),
                        "--json", "--input", str(source)]
         else:
-            command = [ordo, "generate", "--model", str(LANGUAGE_MODEL), "--threads", str(threads), "--json",
+            command = [ordo, "generate", "--model", str(model), "--threads", str(threads), "--json",
                        "--max-length", str(MAX_TOKENS), body["prompt"]]
         start = time.perf_counter()
         run = subprocess.run(command, capture_output=True, text=True, timeout=REQUEST_SECONDS)
@@ -162,6 +176,41 @@ def run_processes(ordo, endpoint, bodies, clients, threads, scratch):
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
         list(pool.map(one, range(len(bodies))))
     return time.perf_counter() - start, latencies, tokens[0], failures
+
+
+def llama_model(ordo, directory):
+    """The `--shape llama` bench model at `directory`, with its tokenizer. Written by
+    make_bench_model.py unless config.json's stamp is make_bench_model.py's for this ordo
+    (bench.sh's rule, so that both reuse one directory); its tokenizer.model is written
+    again every time (it takes a second, and is then never a stale one). A directory
+    that is neither empty nor a bench model is refused, never replaced."""
+    python = os.environ.get("PYTHON") or "/usr/bin/python3"
+
+    def tool(what, *args):
+        run = subprocess.run([python, *map(str, args)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise SystemExit(f"serve_load.py: {what} failed (exit {run.returncode}): {run.stderr.strip()[-400:]}; "
+                             f"$PYTHON ({python}) needs torch and sentencepiece (Debian's /usr/bin/python3)")
+        return run.stdout.strip()
+
+    want = tool("reading the llama shape's stamp (make_bench_model.stamp)", "-c",
+                "import sys; sys.path.insert(0, sys.argv[1]); import make_bench_model as m; "
+                "print(m.stamp('llama', ordo=sys.argv[2]))", BENCH_DIR, ordo)
+    try:
+        have = json.loads((directory / "config.json").read_text()).get("bench_model")
+    except (OSError, ValueError, AttributeError):
+        have = None
+    if have == want and (directory / "model.safetensors").is_file():
+        tool(f"writing {directory}/tokenizer.model", BENCH_DIR / "bench_tokenizer.py", directory)
+        return directory
+    if have is None and directory.exists() and any(directory.iterdir()):
+        raise SystemExit(f"serve_load.py: --llama-dir {directory} holds something other than a bench model "
+                         f"(its config.json has no bench_model stamp); give a new or empty directory")
+    print(f"serve_load: writing the llama bench model to {directory} (398 MB, once)", file=sys.stderr, flush=True)
+    shutil.rmtree(directory, ignore_errors=True)
+    tool(f"writing the llama bench model to {directory}", BENCH_DIR / "make_bench_model.py", "--shape", "llama",
+         "--tokenizer", "--ordo", ordo, "--out", directory)
+    return directory
 
 
 def percentile(values, fraction):
@@ -215,17 +264,19 @@ def main():
     parser.add_argument("--clients", default="1,8,32,128", help="client counts, comma-separated")
     parser.add_argument("--requests", type=int, default=0,
                         help="requests per row (default: 256, or 4 per client when more)")
-    parser.add_argument("--endpoints", default="translate,completions")
+    parser.add_argument("--endpoints", default=",".join(ENDPOINTS), help="some of " + ", ".join(ENDPOINTS))
     parser.add_argument("--modes", default="serial,server,process")
     parser.add_argument("--threads", type=int, default=2, help="threads of the server and of each process")
     parser.add_argument("--max-batch", type=int, default=32, help="ordo serve --max-batch")
+    parser.add_argument("--llama-dir", type=pathlib.Path, default=LLAMA_MODEL,
+                        help="where the llama endpoint's model is kept (written when missing or stale)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
     ordo = ordo_binary(args.ordo)
     clients = [int(c) for c in args.clients.split(",")]
     endpoints = args.endpoints.split(",")
     modes = args.modes.split(",")
-    for value, allowed, flag in ((endpoints, {"translate", "completions"}, "--endpoints"),
+    for value, allowed, flag in ((endpoints, set(ENDPOINTS), "--endpoints"),
                                  (modes, {"serial", "server", "process"}, "--modes")):
         if not set(value) <= allowed:
             parser.error(f"{flag}: expected some of {', '.join(sorted(allowed))}, got {','.join(value)}")
@@ -235,12 +286,16 @@ def main():
     def count(c):
         return args.requests or max(256, 4 * c)
 
+    models = {"translate": TRANSLATION_MODEL, "completions": LANGUAGE_MODEL}
+    if "llama" in endpoints:
+        models["llama"] = llama_model(ordo, args.llama_dir)
     rows = []
     # The queue must hold every client's request: a 503 would be a failure, not load.
     queue = max(64, max(clients))
+    served = [arg for e, d in models.items()
+              for arg in ("--model", f"{SERVED_NAME[e]}={d}" if e in SERVED_NAME else str(d))]
     with ServeProcess(ordo, ["--threads", str(args.threads), "--max-batch", str(args.max_batch),
-                             "--max-queue", str(queue), "--model", str(TRANSLATION_MODEL),
-                             "--model", str(LANGUAGE_MODEL)]) as server, \
+                             "--max-queue", str(queue), *served]) as server, \
             tempfile.TemporaryDirectory(prefix="ordo-serve-load.") as scratch:
         for endpoint in endpoints:
             run_server(server.port, endpoint, workload(endpoint, 4), 1)  # warm: first-touch costs
@@ -255,7 +310,8 @@ def main():
                     progress(rows[-1])
                 if "process" in modes:
                     rows.append(row(endpoint, "process", c,
-                                    *run_processes(ordo, endpoint, bodies, c, args.threads, scratch)))
+                                    *run_processes(ordo, endpoint, models[endpoint], bodies, c, args.threads,
+                                                   scratch)))
                     progress(rows[-1])
     print_table(rows)
     check_target(rows)
