@@ -1,11 +1,15 @@
 #include "engine/quantized_matvec.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "engine/error.h"
 #include "engine/half.h"
 #include "engine/kernel_path.h"
 #include "engine/matvec.h"
+#include "engine/quantized_avx512.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -294,15 +298,35 @@ ORDO_AVX2 void dequantize_row_avx2(const WeightMatrix& w, Index r, float* out) {
   }
 }
 
-bool has_avx2() { return kernel_path() == KernelPath::Avx2; }
 #endif
 
 }  // namespace
 
 void matvec(const WeightMatrix& w, const float* x, float* y, float alpha, float beta) {
+  matvec_on(kernel_path(), w, x, y, alpha, beta);
+}
+
+void matvec_on(KernelPath path, const WeightMatrix& w, const float* x, float* y, float alpha, float beta) {
+  if (path > widest_kernel_path())
+    throw Error("kernels::matvec_on", "the " + std::string(kernel_path_name(path)) + " path on a CPU whose widest is " +
+                                          std::string(kernel_path_name(widest_kernel_path())),
+                "ask for a path at most kernels::widest_kernel_path()");
   if (w.is_float32()) return matvec(w.float32().data(), w.rows(), w.cols(), w.cols(), x, y, alpha, beta);
 #if defined(__x86_64__)
-  if (has_avx2()) {
+  if (path == KernelPath::Avx512 && avx512::takes(w)) {
+    // The same sums as dot_avx2 (engine/quantized_avx512.h), into y itself when it is
+    // not read.
+    thread_local std::vector<float> buffer;
+    float* dots = y;
+    if (beta != 0.0f) {
+      buffer.resize(static_cast<std::size_t>(w.rows()));
+      dots = buffer.data();
+    }
+    avx512::dot_rows(w, x, dots);
+    for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
+    return;
+  }
+  if (path >= KernelPath::Avx2) {
     for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_avx2(w, r, x), alpha, beta);
     return;
   }
