@@ -21,6 +21,15 @@ namespace {
 
 void store(float* y, float value, float alpha, float beta) { *y = alpha * value + (beta == 0.0f ? 0.0f : beta * *y); }
 
+// Where the kernels that compute all rows' dots first put them before store(): y itself
+// when beta does not read it, else a per-thread buffer (grown once to the widest).
+float* dots_buffer(const WeightMatrix& w, float* y, float beta) {
+  if (beta == 0.0f) return y;
+  thread_local std::vector<float> buffer;
+  buffer.resize(static_cast<std::size_t>(w.rows()));
+  return buffer.data();
+}
+
 template <class T>
 const T* row_of(const WeightMatrix& w, Index r) {
   return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
@@ -218,36 +227,67 @@ ORDO_AVX2 float dot_int8(const std::int8_t* row, const float* scales, Index grou
   return horizontal_sum(total) + tail;
 }
 
-// Int4: whole runs of 32, each unpacked once into four vectors of q. The scales are
-// converted eight at a time into a buffer, which the loop broadcasts from (one
-// conversion and broadcast a group cost three instructions of about thirty).
-ORDO_AVX2 float dot_int4(const std::uint8_t* row, const std::uint16_t* scales, Index group, const float* x,
-                         Index cols) {
+// Int4: whole runs of 32, each unpacked once into four vectors of q; out[i] = dot(rows[i],
+// x) for R rows at once, each with its own chains (one row alone waits on its chain of
+// totals, an FMA's latency a group). The scales are converted eight at a time into a
+// buffer the loop broadcasts from (one conversion and broadcast a group cost three
+// instructions of about thirty).
+template <int R>
+ORDO_AVX2 void dot_int4(const std::uint8_t* const (&rows)[R], const std::uint16_t* const (&scales)[R], Index group,
+                        const float* x, Index cols, float (&out)[R]) {
   constexpr Index kScalesAtOnce = 8;
-  alignas(32) float converted[kScalesAtOnce];
+  alignas(32) float converted[R][kScalesAtOnce];
   const Index groups = cols / group;
-  __m256 total = _mm256_setzero_ps();
+  __m256 total[R];
+  for (int i = 0; i < R; ++i) total[i] = _mm256_setzero_ps();
   for (Index first = 0; first < groups; first += kScalesAtOnce) {
     const Index n = std::min(kScalesAtOnce, groups - first);
-    if (n == kScalesAtOnce)
-      _mm256_store_ps(converted, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + first))));
-    else
-      for (Index i = 0; i < n; ++i) converted[i] = _cvtsh_ss(scales[first + i]);
+    for (int i = 0; i < R; ++i) {
+      if (n == kScalesAtOnce)
+        _mm256_store_ps(converted[i],
+                        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[i] + first))));
+      else
+        for (Index j = 0; j < n; ++j) converted[i][j] = _cvtsh_ss(scales[i][first + j]);
+    }
     for (Index g = 0; g < n; ++g) {
       const Index begin = (first + g) * group;
-      __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+      __m256 a[R], b[R], c[R], d[R];
+      for (int i = 0; i < R; ++i) a[i] = b[i] = c[i] = d[i] = _mm256_setzero_ps();
       for (Index k = begin; k < begin + group; k += kInt4Run) {
-        const Int4Run run = load_int4(row + static_cast<std::size_t>(k) / 2);
-        a = _mm256_fmadd_ps(run.w[0], _mm256_loadu_ps(x + k), a);
-        b = _mm256_fmadd_ps(run.w[1], _mm256_loadu_ps(x + k + 8), b);
-        c = _mm256_fmadd_ps(run.w[2], _mm256_loadu_ps(x + k + 16), c);
-        d = _mm256_fmadd_ps(run.w[3], _mm256_loadu_ps(x + k + 24), d);
+        for (int i = 0; i < R; ++i) {
+          const Int4Run run = load_int4(rows[i] + static_cast<std::size_t>(k) / 2);
+          a[i] = _mm256_fmadd_ps(run.w[0], _mm256_loadu_ps(x + k), a[i]);
+          b[i] = _mm256_fmadd_ps(run.w[1], _mm256_loadu_ps(x + k + 8), b[i]);
+          c[i] = _mm256_fmadd_ps(run.w[2], _mm256_loadu_ps(x + k + 16), c[i]);
+          d[i] = _mm256_fmadd_ps(run.w[3], _mm256_loadu_ps(x + k + 24), d[i]);
+        }
       }
-      const __m256 sum = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
-      total = _mm256_fmadd_ps(sum, _mm256_broadcast_ss(converted + g), total);
+      for (int i = 0; i < R; ++i) {
+        const __m256 sum = _mm256_add_ps(_mm256_add_ps(a[i], b[i]), _mm256_add_ps(c[i], d[i]));
+        total[i] = _mm256_fmadd_ps(sum, _mm256_broadcast_ss(converted[i] + g), total[i]);
+      }
     }
   }
-  return horizontal_sum(total);
+  for (int i = 0; i < R; ++i) out[i] = horizontal_sum(total[i]);
+}
+
+// Int4 rows in pairs half the matrix apart, i and i + rows / 2, so that each half is one
+// sequential stream for the hardware prefetcher (as engine/quantized_avx512.cpp does).
+ORDO_AVX2 void dots_int4(const WeightMatrix& w, const float* x, float* out) {
+  const Index half = w.rows() / 2;
+  for (Index r = 0; r < half; ++r) {
+    float dots[2];
+    dot_int4<2>({row_of<std::uint8_t>(w, r), row_of<std::uint8_t>(w, r + half)},
+                {scales_of<std::uint16_t>(w, r), scales_of<std::uint16_t>(w, r + half)}, w.group(), x, w.cols(), dots);
+    out[r] = dots[0];
+    out[r + half] = dots[1];
+  }
+  if (w.rows() % 2 != 0) {
+    float dot[1];
+    const Index last = w.rows() - 1;
+    dot_int4<1>({row_of<std::uint8_t>(w, last)}, {scales_of<std::uint16_t>(w, last)}, w.group(), x, w.cols(), dot);
+    out[last] = dot[0];
+  }
 }
 
 ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
@@ -259,7 +299,11 @@ ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
       if (w.group() % 32 == 0 || w.group() == cols)
         return dot_int8(row_of<std::int8_t>(w, r), scales_of<float>(w, r), w.group(), x, cols);
       break;  // groups that split runs of 32: converted first, below
-    case WeightFormat::Int4: return dot_int4(row_of<std::uint8_t>(w, r), scales_of<std::uint16_t>(w, r), w.group(), x, cols);
+    case WeightFormat::Int4: {
+      float dot[1];
+      dot_int4<1>({row_of<std::uint8_t>(w, r)}, {scales_of<std::uint16_t>(w, r)}, w.group(), x, cols, dot);
+      return dot[0];
+    }
     case WeightFormat::F32: break;
   }
   float sum;
@@ -327,15 +371,15 @@ void matvec_on(KernelPath path, const WeightMatrix& w, const float* x, float* y,
   if (w.is_float32()) return matvec(w.float32().data(), w.rows(), w.cols(), w.cols(), x, y, alpha, beta);
 #if defined(__x86_64__)
   if (path == KernelPath::Avx512 && avx512::takes(w)) {
-    // The same sums as dot_avx2 (engine/quantized_avx512.h), into y itself when it is
-    // not read.
-    thread_local std::vector<float> buffer;
-    float* dots = y;
-    if (beta != 0.0f) {
-      buffer.resize(static_cast<std::size_t>(w.rows()));
-      dots = buffer.data();
-    }
+    // The same sums as dot_avx2 (engine/quantized_avx512.h).
+    float* dots = dots_buffer(w, y, beta);
     avx512::dot_rows(w, x, dots);
+    for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
+    return;
+  }
+  if (path >= KernelPath::Avx2 && w.format() == WeightFormat::Int4) {
+    float* dots = dots_buffer(w, y, beta);
+    dots_int4(w, x, dots);
     for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
     return;
   }
