@@ -227,6 +227,32 @@ ORDO_AVX2 float dot_int8(const std::int8_t* row, const float* scales, Index grou
   return horizontal_sum(total) + tail;
 }
 
+// Int8 whose rows and groups are whole runs of 32: dot_int8's sums for R rows at once,
+// each with its own chains (as dot_int4 below).
+template <int R>
+ORDO_AVX2 void dot_int8_runs(const std::int8_t* const (&rows)[R], const float* const (&scales)[R], Index group,
+                             const float* x, Index cols, float (&out)[R]) {
+  __m256 total[R];
+  for (int i = 0; i < R; ++i) total[i] = _mm256_setzero_ps();
+  for (Index begin = 0, g = 0; begin < cols; begin += group, ++g) {
+    __m256 a[R], b[R], c[R], d[R];
+    for (int i = 0; i < R; ++i) a[i] = b[i] = c[i] = d[i] = _mm256_setzero_ps();
+    for (Index k = begin; k < begin + group; k += 32)
+      for (int i = 0; i < R; ++i) {
+        a[i] = _mm256_fmadd_ps(load_int8(rows[i] + k), _mm256_loadu_ps(x + k), a[i]);
+        b[i] = _mm256_fmadd_ps(load_int8(rows[i] + k + 8), _mm256_loadu_ps(x + k + 8), b[i]);
+        c[i] = _mm256_fmadd_ps(load_int8(rows[i] + k + 16), _mm256_loadu_ps(x + k + 16), c[i]);
+        d[i] = _mm256_fmadd_ps(load_int8(rows[i] + k + 24), _mm256_loadu_ps(x + k + 24), d[i]);
+      }
+    for (int i = 0; i < R; ++i) {
+      const __m256 sum = _mm256_add_ps(_mm256_add_ps(a[i], b[i]), _mm256_add_ps(c[i], d[i]));
+      total[i] = _mm256_fmadd_ps(sum, _mm256_broadcast_ss(scales[i] + g), total[i]);
+    }
+  }
+  // dot_int8 adds its tail, 0 here, which changes nothing: no total is -0.
+  for (int i = 0; i < R; ++i) out[i] = horizontal_sum(total[i]);
+}
+
 // Int4: whole runs of 32, each unpacked once into four vectors of q; out[i] = dot(rows[i],
 // x) for R rows at once, each with its own chains (one row alone waits on its chain of
 // totals, an FMA's latency a group). The scales are converted eight at a time into a
@@ -271,22 +297,47 @@ ORDO_AVX2 void dot_int4(const std::uint8_t* const (&rows)[R], const std::uint16_
   for (int i = 0; i < R; ++i) out[i] = horizontal_sum(total[i]);
 }
 
-// Int4 rows in pairs half the matrix apart, i and i + rows / 2, so that each half is one
-// sequential stream for the hardware prefetcher (as engine/quantized_avx512.cpp does).
-ORDO_AVX2 void dots_int4(const WeightMatrix& w, const float* x, float* out) {
+// Whether dots_in_pairs takes w: int4, or int8 whose rows and groups are whole runs of 32.
+bool pairs_take(const WeightMatrix& w) {
+  return w.format() == WeightFormat::Int4 ||
+         (w.format() == WeightFormat::Int8 && w.cols() > 0 && w.cols() % 32 == 0 && w.group() % 32 == 0);
+}
+
+// Rows in pairs half the matrix apart, i and i + rows / 2, so that each half is one
+// sequential stream for the hardware prefetcher (as engine/quantized_avx512.cpp does):
+// two chains of totals hide each other's latency. For a w that pairs_take() accepts.
+template <int R>
+ORDO_AVX2 void dot_rows(const WeightMatrix& w, const Index (&r)[R], const float* x, float (&out)[R]) {
+  if (w.format() == WeightFormat::Int4) {
+    const std::uint8_t* rows[R];
+    const std::uint16_t* scales[R];
+    for (int i = 0; i < R; ++i) {
+      rows[i] = row_of<std::uint8_t>(w, r[i]);
+      scales[i] = scales_of<std::uint16_t>(w, r[i]);
+    }
+    return dot_int4<R>(rows, scales, w.group(), x, w.cols(), out);
+  }
+  const std::int8_t* rows[R];
+  const float* scales[R];
+  for (int i = 0; i < R; ++i) {
+    rows[i] = row_of<std::int8_t>(w, r[i]);
+    scales[i] = scales_of<float>(w, r[i]);
+  }
+  dot_int8_runs<R>(rows, scales, w.group(), x, w.cols(), out);
+}
+
+ORDO_AVX2 void dots_in_pairs(const WeightMatrix& w, const float* x, float* out) {
   const Index half = w.rows() / 2;
   for (Index r = 0; r < half; ++r) {
     float dots[2];
-    dot_int4<2>({row_of<std::uint8_t>(w, r), row_of<std::uint8_t>(w, r + half)},
-                {scales_of<std::uint16_t>(w, r), scales_of<std::uint16_t>(w, r + half)}, w.group(), x, w.cols(), dots);
+    dot_rows<2>(w, {r, r + half}, x, dots);
     out[r] = dots[0];
     out[r + half] = dots[1];
   }
   if (w.rows() % 2 != 0) {
     float dot[1];
-    const Index last = w.rows() - 1;
-    dot_int4<1>({row_of<std::uint8_t>(w, last)}, {scales_of<std::uint16_t>(w, last)}, w.group(), x, w.cols(), dot);
-    out[last] = dot[0];
+    dot_rows<1>(w, {w.rows() - 1}, x, dot);
+    out[w.rows() - 1] = dot[0];
   }
 }
 
@@ -377,9 +428,9 @@ void matvec_on(KernelPath path, const WeightMatrix& w, const float* x, float* y,
     for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
     return;
   }
-  if (path >= KernelPath::Avx2 && w.format() == WeightFormat::Int4) {
+  if (path >= KernelPath::Avx2 && pairs_take(w)) {
     float* dots = dots_buffer(w, y, beta);
-    dots_int4(w, x, dots);
+    dots_in_pairs(w, x, dots);
     for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
     return;
   }
