@@ -40,9 +40,11 @@ void LiveBatch::admit(std::span<const DecodeRequest> requests, std::span<const I
   Index steps = 0;
   std::vector<Live> joining;
   joining.reserve(count);
+  // The requests report for as long as they live, past this call: a copy they share.
+  const auto callback = on_token ? std::make_shared<const TokenCallback>(on_token) : nullptr;
   for (std::size_t i = 0; i < count; ++i) {
     RequestSearch::OnToken report;
-    if (on_token) report = [&on_token, key = keys[i]](int token, float logprob) { on_token(key, token, logprob); };
+    if (callback) report = [callback, key = keys[i]](int token, float logprob) { (*callback)(key, token, logprob); };
     auto search = std::make_unique<RequestSearch>(model_, rules, requests[i], max_lengths[i], streams[i],
                                                   std::move(report));
     steps = std::max(steps, search->steps_needed());

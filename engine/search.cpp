@@ -15,11 +15,6 @@
 
 namespace ordo {
 
-namespace {
-
-// Refuses, before anything is allocated, a batch whose buffers do not fit in the memory
-// the process may still take: the decoder's state (KV caches), the search histories
-// (ids and log-probs, twice) and the logits, all of batch x beam slots.
 void check_request_memory(const Transformer& model, std::span<const DecodeRequest> requests,
                           const DecodingOptions& options, std::span<const Index> max_lengths, Index capacity) {
   const auto n = [](Index x) { return static_cast<std::uint64_t>(std::max<Index>(x, 0)); };
@@ -39,8 +34,6 @@ void check_request_memory(const Transformer& model, std::span<const DecodeReques
                "lower --beam or --max-length (or --batch-size; in the library DecodingOptions::beam_size, "
                "max_length)");
 }
-
-}  // namespace
 
 std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<const DecodeRequest> requests,
                                           const DecodingOptions& options, std::span<const std::uint64_t> streams,

@@ -93,6 +93,13 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
                                           DecodeWorkspace& workspace, const TokenCallback& on_token = {},
                                           const InterruptCheck& interrupt = {});
 
+// Refuses, before anything is allocated, a batch whose buffers do not fit in the memory
+// the process may still take: the decoder's state (KV caches) of `capacity` steps, the
+// search histories (ids and log-probs, twice) and the logits, all of batch x beam slots.
+// Request i may generate max_lengths[i] tokens.
+void check_request_memory(const Transformer& model, std::span<const DecodeRequest> requests,
+                          const DecodingOptions& options, std::span<const Index> max_lengths, Index capacity);
+
 // Adds one run to decode_totals() (ordo/results.hpp), thread-safe.
 void add_to_decode_totals(const DecodeTotals& run);
 

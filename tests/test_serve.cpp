@@ -623,27 +623,41 @@ TEST(ServeFaults, AFullQueueIs503WithRetryAfter) {
   Server server({"--max-queue", "1", "--max-batch", "8"});
   const std::string live = "ordo_live_sequences{model=\"sinusoidal\"}";
   const std::string queued = "ordo_queue_depth{model=\"sinusoidal\"}";
-  auto running = std::async(std::launch::async, [&] { return server.post("/v1/translate", long_job(4000)); });
-  ASSERT_TRUE(Server::eventually([&] { return server.metric(live) > 0; }));
-  // The model is busy: one request may wait (sampled, so it cannot join another batch)...
-  auto waiting = std::async(std::launch::async, [&] {
-    return server.post("/v1/translate", {{"text", "cats"}, {"sampling", true}});
-  });
-  ASSERT_TRUE(Server::eventually([&] { return server.metric(queued) == 1; }));
-  // ...the next is refused while the first still runs.
+  // 4000 texts, 8 live at a time: the request waits for places for the rest, and fills
+  // the queue of one...
+  const int fd = send_raw(server.port(), "/v1/translate", long_job(4000).dump());
+  ASSERT_TRUE(Server::eventually([&] { return server.metric(live) > 0 && server.metric(queued) == 1; }));
+  // ...so the next is refused while it still waits.
   auto c = server.client();
   const auto refused = c.Post("/v1/translate", json{{"text", "dogs"}}.dump(), "application/json");
-  // The long job not answered yet: it ran when the refused request came, so the sampled
-  // one still waited (one thread runs a model's jobs, oldest first) and the queue was full.
-  const bool still_running = running.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
   ASSERT_TRUE(refused);
-  if (still_running) {
-    EXPECT_EQ(refused->status, 503) << refused->body;
-    EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(refused->status, 503) << refused->body;
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  ::close(fd);  // the long one leaves at the next step, and the queue is free again
+  ASSERT_TRUE(Server::eventually([&] { return server.metric(queued) == 0; }));
+  EXPECT_EQ(server.post("/v1/translate", {{"text", "dogs"}}).first, 200);
+}
+
+// Continuous batching: a request joins the live set at the next decoder step, beside a
+// long one of another client, and is answered long before it, as it would be alone.
+TEST(ServeFaults, AShortRequestJoinsALongOneAtTheNextStep) {
+  Server server({"--max-batch", "8"});
+  const std::string live = "ordo_live_sequences{model=\"sinusoidal\"}";
+  const json alone_request = {{"text", {"cats chase dogs", "the dog sees a small cat"}}, {"beam_size", 2}};
+  const auto [alone_status, alone] = server.post("/v1/translate", alone_request);
+  ASSERT_EQ(alone_status, 200) << alone.dump();
+  const std::string answered = "ordo_requests_total{endpoint=\"/v1/translate\",status=\"200\"}";
+  const int fd = send_raw(server.port(), "/v1/translate", long_job(4000).dump());
+  ASSERT_TRUE(Server::eventually([&] { return server.metric(live) > 0; })) << "the long job never ran";
+  const auto [status, answer] = server.post("/v1/translate", alone_request);
+  EXPECT_EQ(server.metric(answered), 2) << "the short request waited for the long one";
+  ASSERT_EQ(status, 200) << answer.dump();
+  for (std::size_t t = 0; t < 2; ++t) {
+    EXPECT_EQ(answer["translations"][t]["text"], alone["translations"][t]["text"]) << t;
+    EXPECT_EQ(answer["translations"][t]["ids"], alone["translations"][t]["ids"]) << t;
   }
-  EXPECT_EQ(running.get().first, 200);
-  EXPECT_EQ(waiting.get().first, 200);
-  ASSERT_TRUE(still_running) << "the long job ended before the test could fill the queue: make it longer";
+  ::close(fd);  // the long one is cancelled at the next step
+  EXPECT_TRUE(Server::eventually([&] { return server.metric(live) == 0; }));
 }
 
 TEST(ServeFaults, SigtermFinishesTheRequestsInFlightAndExitsZero) {

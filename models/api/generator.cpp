@@ -10,20 +10,13 @@
 #include "engine/limits.h"
 #include "engine/score.h"
 #include "engine/search.h"
+#include "models/api/continuation_stream.h"
 #include "models/api/internal.h"
 #include "engine/input_text.h"
 
 namespace ordo {
 
 namespace {
-
-constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
-
-// The ids before the first eos: what a continuation's text is made of.
-std::span<const int> until_eos(const SpecialTokens& tokens, std::span<const int> ids) {
-  const auto end = std::find_if(ids.begin(), ids.end(), [&](int id) { return tokens.is_eos(id); });
-  return ids.first(static_cast<std::size_t>(end - ids.begin()));
-}
 
 // A decoder-only model's prompt (bos first when asked), or an encoder-decoder model's
 // forced target prefix, which may be blank (decoder_start plays bos's part).
@@ -71,58 +64,6 @@ LoadedModel::InputLimit prompt_limit(const LoadedModel& model, const GeneratorOp
   return limit;
 }
 
-// The text `generated` adds after `prompt` (leading space included), both in ids.
-std::string continuation_text(const LoadedModel& model, std::span<const int> prompt,
-                              std::span<const int> generated) {
-  const std::span<const int> kept = until_eos(model.transformer().tokens, generated);
-  if (kept.empty()) return "";
-  // Decoded in context, so that the space a word piece carries ("▁Hund") shows up
-  // between the prompt and the continuation; the prompt's own text is then cut off.
-  std::vector<int> all(prompt.begin(), prompt.end());
-  all.insert(all.end(), kept.begin(), kept.end());
-  const std::string whole = model.detokenize_target(all);
-  const std::string before = model.detokenize_target(prompt);
-  if (whole.starts_with(before)) return whole.substr(before.size());
-  return model.detokenize_target(kept);  // the pieces merged across the boundary
-}
-
-// A continuation's text as it grows token by token, for streaming: after each token,
-// the text it adds. A byte piece that begins a character (byte-fallback tokenizers)
-// decodes as U+FFFD until the rest of the character arrives, so a trailing one is held
-// back and comes with the token that completes it.
-class ContinuationStream {
- public:
-  ContinuationStream(const LoadedModel& model, std::span<const int> prompt) : model_(model), prompt_(prompt) {}
-
-  // The text `token` adds (often one word piece, possibly nothing). `last`: no token
-  // follows, so nothing is held back.
-  std::string add(int token, bool last) {
-    ids_.push_back(token);
-    const std::string decoded = continuation_text(model_, prompt_, ids_);
-    std::string_view text = decoded;
-    if (!last)
-      while (text.ends_with(kReplacementCharacter)) text.remove_suffix(kReplacementCharacter.size());
-    return take(text);
-  }
-
-  // What `text` (the continuation's final text) holds beyond what was reported.
-  std::string rest(std::string_view text) { return take(text); }
-
- private:
-  // Pieces only ever extend the text: report what is new.
-  std::string take(std::string_view text) {
-    if (text.size() <= shown_.size() || !text.starts_with(shown_)) return "";
-    std::string added(text.substr(shown_.size()));
-    shown_ = text;
-    return added;
-  }
-
-  const LoadedModel& model_;
-  std::span<const int> prompt_;
-  std::vector<int> ids_;
-  std::string shown_;
-};
-
 void check_interrupt(const GeneratorOptions& options) {
   if (options.interrupt) options.interrupt();
 }
@@ -141,7 +82,7 @@ void check_generator(const Model& model, const GeneratorOptions& options) {
 std::vector<int> detail::forced_prefix(const Generation& request) { return request.prompt_ids; }
 
 std::string detail::hypothesis_text(const LoadedModel& model, const Generation& request, std::span<const int> ids) {
-  return continuation_text(model, request.prompt_ids, ids);
+  return detail::continuation_text(model, request.prompt_ids, ids);
 }
 
 void GeneratorOptions::validate() const {
@@ -201,7 +142,7 @@ Generation Generator::generate_prepared(Generation request, const TextCallback& 
   const DecodingOptions& decoding = impl_->options.decoding;
   const DecodeRequest decode{request.source_ids, request.prompt_ids};
   WorkspacePool::Lease workspace = impl_->workspaces->borrow();
-  ContinuationStream stream(model, request.prompt_ids);
+  detail::ContinuationStream stream(model, request.prompt_ids);
   TokenCallback on_token;
   if (on_text && decoding.beam_size == 1)
     on_token = [&](std::size_t, int token, float) {
@@ -212,7 +153,7 @@ Generation Generator::generate_prepared(Generation request, const TextCallback& 
                                                   std::span(&index, 1), *workspace, on_token, impl_->options.interrupt)
                                       .front());
   if (!result.ok()) throw Error(result.error);
-  for (Hypothesis& h : result.hypotheses) h.text = continuation_text(model, request.prompt_ids, h.ids);
+  for (Hypothesis& h : result.hypotheses) h.text = detail::continuation_text(model, request.prompt_ids, h.ids);
   request.hypotheses = std::move(result.hypotheses);
   if (on_text && decoding.beam_size > 1) on_text(request.best().text);
   // What was held back (a character that never completed) is part of the text too.
@@ -229,7 +170,7 @@ Generation Generator::generate_streamed(Generation request, const OnToken& on_to
   const Transformer& transformer = model.transformer();
   const DecodingOptions& decoding = impl_->options.decoding;
   const DecodeRequest decode{request.source_ids, request.prompt_ids};
-  ContinuationStream stream(model, request.prompt_ids);
+  detail::ContinuationStream stream(model, request.prompt_ids);
   const auto report = [&](int token, float logprob, bool last) {
     const bool eos = transformer.tokens.is_eos(token);
     on_token(GeneratedToken{token, logprob, stream.add(token, last || eos), eos});
@@ -251,7 +192,7 @@ Generation Generator::generate_streamed(Generation request, const OnToken& on_to
                            .front());
   }
   if (!result.ok()) throw Error(result.error);
-  for (Hypothesis& h : result.hypotheses) h.text = continuation_text(model, request.prompt_ids, h.ids);
+  for (Hypothesis& h : result.hypotheses) h.text = detail::continuation_text(model, request.prompt_ids, h.ids);
   request.hypotheses = std::move(result.hypotheses);
   if (decoding.beam_size > 1) {
     const Hypothesis& best = request.best();

@@ -57,6 +57,26 @@ void require_languages(const Translator::Impl& impl, bool source, bool target) {
   if (target && !impl.target_language) (void)detail::language_id(detail::loaded(impl.model), "", "target_lang");
 }
 
+// A line's input half (Translator::prepare): its ids, or its error; a blank line is an
+// empty translation already, not an error.
+Translation prepare_source(const Translator::Impl& impl, std::string_view text) {
+  Translation r;
+  r.source = std::string(text);
+  if (is_blank(r.source)) {
+    r.hypotheses.emplace_back().finished = true;
+    return r;
+  }
+  try {
+    LoadedModel::TokenizedInput source =
+        detail::loaded(impl.model).tokenize_source(r.source, input_limit(impl), impl.source_language);
+    r.source_ids = std::move(source.ids);
+    r.truncated = source.truncated;
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
 void check_interrupt(const TranslatorOptions& options) {
   if (options.interrupt) options.interrupt();
 }
@@ -110,25 +130,17 @@ Translation Translator::translate_detailed(std::string_view text) const {
 std::vector<Translation> Translator::translate_batch(std::span<const std::string> lines,
                                                      std::uint64_t first_index) const {
   require_languages(*impl_, true, true);
-  const LoadedModel& model = detail::loaded(impl_->model);
   std::vector<Translation> requests(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
     check_interrupt(impl_->options);
-    Translation& r = requests[i];
-    r.source = lines[i];
-    if (is_blank(r.source)) {  // nothing to translate: an empty translation, not an error
-      r.hypotheses.emplace_back().finished = true;
-      continue;
-    }
-    try {
-      LoadedModel::TokenizedInput source = model.tokenize_source(r.source, input_limit(*impl_), impl_->source_language);
-      r.source_ids = std::move(source.ids);
-      r.truncated = source.truncated;
-    } catch (const Error& e) {
-      r.error = e.what();
-    }
+    requests[i] = prepare_source(*impl_, lines[i]);
   }
   return detail::decode_open(*impl_, std::move(requests), first_index);
+}
+
+Translation Translator::prepare(std::string_view text) const {
+  require_languages(*impl_, true, true);
+  return prepare_source(*impl_, text);
 }
 
 std::vector<Translation> Translator::translate_ids_batch(std::span<const std::vector<int>> sources,

@@ -46,13 +46,15 @@ def write_safetensors(tensors, metadata):
     return struct.pack("<Q", len(text)) + text + b"".join(raw for *_, raw in tensors)
 
 
-def small_model(name):
-    """(config bytes, [(tensor name, dtype, scaled shape, bytes)], metadata)."""
+def small_model(name, dims=None):
+    """(config bytes, [(tensor name, dtype, scaled shape, bytes)], metadata); dims: the
+    scaling (DIM by default)."""
+    dims = dims or DIM
     header, data = read_safetensors(WEIGHTS / name / "model.safetensors")
     metadata = header.pop("__metadata__", None)
     tensors = []
     for tensor, entry in sorted(header.items(), key=lambda item: item[1]["data_offsets"][0]):
-        shape = [DIM[d] for d in entry["shape"]]
+        shape = [dims[d] for d in entry["shape"]]
         count = 1
         for d in shape:
             count *= d
@@ -60,10 +62,62 @@ def small_model(name):
         tensors.append((tensor, entry["dtype"], shape, data[begin:begin + count * DTYPE_SIZE[entry["dtype"]]]))
     config = json.loads((WEIGHTS / name / "config.json").read_text())
     for key in CONFIG_KEYS & config.keys():
-        config[key] = DIM[config[key]]
+        config[key] = dims[config[key]]
     if "head_dim" in config:  # LLaMA: 4 heads of 32 -> 4 heads of 2
-        config["head_dim"] = DIM[128] // config["num_attention_heads"]
+        config["head_dim"] = dims[128] // config["num_attention_heads"]
     return json.dumps(config, indent=2).encode(), tensors, metadata
+
+
+# Quantized seeds (README, "Quantized weights"): int4 packs runs of 32 weights, so its
+# seed keeps every width a multiple of 32 (d_model and the feed-forward 32).
+DIM_INT4 = {344: 22, 128: 32, 256: 32, 45: 45, 1: 1}
+FLOAT_FORMAT = {"F32": "f", "F16": "e"}
+
+
+def is_matrix(name, shape):
+    """What ordo runs in a stored format: linears, embeddings, the head; not position tables."""
+    return len(shape) == 2 and name.endswith(".weight") and "embed_positions" not in name
+
+
+def quantize_matrix(name, dtype, shape, raw, kind, group):
+    """[(name, dtype, shape, bytes)]: the matrix and its `_scale`, as README lays them out."""
+    rows, cols = shape
+    values = struct.unpack(f"<{rows * cols}{FLOAT_FORMAT[dtype]}", raw)
+    group = group or cols
+    scales, out = [], bytearray(rows * cols if kind == "int8" else rows * cols // 2)
+    for r in range(rows):
+        for g in range(cols // group):
+            block = values[r * cols + g * group: r * cols + (g + 1) * group]
+            amax = max(abs(v) for v in block)
+            if kind == "int8":
+                scale = struct.unpack("<f", struct.pack("<f", amax / 127))[0] if amax > 0 else 1.0
+                for k, v in enumerate(block):
+                    out[r * cols + g * group + k] = max(-127, min(127, round(v / scale))) & 0xFF
+            else:
+                scale = struct.unpack("<e", struct.pack("<e", amax / 7))[0] if amax > 0 else 1.0
+                scale = scale or 2.0 ** -24
+                for k, v in enumerate(block):
+                    at = g * group + k
+                    n = max(-8, min(7, round(v / scale))) + 8
+                    out[r * cols // 2 + at // 32 * 16 + at % 16] |= n if at % 32 < 16 else n << 4
+            scales.append(scale)
+    if kind == "int8":
+        scale_shape = [rows] if group == cols else [rows, cols // group]
+        return [(name, "I8", shape, bytes(out)),
+                (name + "_scale", "F32", scale_shape, struct.pack(f"<{len(scales)}f", *scales))]
+    return [(name, "U8", [rows, cols // 2], bytes(out)),
+            (name + "_scale", "F16", [rows, cols // group], struct.pack(f"<{len(scales)}e", *scales))]
+
+
+def quantized_model(name, kind, group, dims=None):
+    """A small model (as small_model) with its matrices quantized and the config key set."""
+    config, tensors, metadata = small_model(name, dims)
+    config = json.loads(config)
+    config["quantization"] = {"type": kind, "group_size": group}
+    out = []
+    for tensor in tensors:
+        out += quantize_matrix(*tensor, kind, group) if is_matrix(tensor[0], tensor[2]) else [tensor]
+    return json.dumps(config, indent=2).encode(), out, metadata
 
 
 def write(target, name, data):
@@ -87,6 +141,15 @@ def main():
                      "weight_map": {t[0]: files[k] for k, shard in enumerate(shards) for t in shard}}
             parts = [json.dumps(index, indent=2).encode()] + [write_safetensors(s, metadata) for s in shards]
             write("shard_index", name, SEPARATOR.join(parts))
+    # The quantized binder: int8 with a scale a row and in groups, int4 (groups of 32).
+    for seed, (name, kind, group, dims) in {
+            "sinusoidal-int8-rows": ("sinusoidal", "int8", 0, None),
+            "german-llama-int8-groups": ("german-llama", "int8", 2, None),
+            "rope-int4": ("rope", "int4", 32, DIM_INT4)}.items():
+        config, tensors, metadata = quantized_model(name, kind, group, dims)
+        weights = write_safetensors(tensors, metadata)
+        write("safetensors", seed, weights)
+        write("model_dir", seed, config + SEPARATOR + weights)
     write("safetensors", "empty-header", write_safetensors([], None))
     # A LLaMA config with an eos list and a null head_dim, as some checkpoints publish.
     llama = json.loads((WEIGHTS / "german-llama" / "config.json").read_text())

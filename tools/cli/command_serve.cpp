@@ -124,7 +124,7 @@ void run_serve(const ServeOptions& options) {
       common.threads = options.threads;
       serve::ServedModel& served = state.models.emplace_back(serve::ServedModel{spec.name, load_model(common), {}, {}});
       if (served.model.is_decoder_only()) served.checker.emplace(served.model);
-      served.scheduler = std::make_unique<serve::BatchScheduler>(
+      served.scheduler = std::make_unique<serve::ContinuousScheduler>(
           spec.name, served.model, serve::SchedulerLimits{options.max_batch, options.max_queue}, state.metrics);
     }
   } catch (...) {
@@ -185,9 +185,10 @@ void setup_serve(CLI::App& app) {
       "  POST /translate       LibreTranslate's API: {\"q\": ..., \"source\": \"en\", \"target\": \"de\"}\n"
       "  POST /v1/completions  OpenAI's completions API (\"stream\": true: server-sent events)\n"
       "  GET  /v1/models, /health (200 ready, 503 loading or draining), /metrics (Prometheus)\n"
-      "Each model has a scheduler: requests wait in a queue (--max-queue; beyond it 503 with\n"
-      "Retry-After), and each time the model is free, the waiting texts with the same options\n"
-      "(up to --max-batch) are decoded as one batch. Binds 127.0.0.1 unless --host says\n"
+      "Each model decodes its clients' texts together, step by step (continuous batching): a\n"
+      "request's texts join at the next decoder step while fewer than --max-batch are live,\n"
+      "and leave when done; beyond --max-queue waiting requests, 503 with Retry-After.\n"
+      "Binds 127.0.0.1 unless --host says\n"
       "otherwise. SIGTERM or Ctrl-C: no new connections, every request in flight is\n"
       "answered, exit 0 (within --drain-timeout; what remains then is answered 503, exit 1).\n"
       "Try: ordo serve, then\n"
@@ -206,10 +207,10 @@ void setup_serve(CLI::App& app) {
   command->add_option("-t,--threads", options->threads, "Threads each model computes with (0: every core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
-  command->add_option("--max-batch", options->max_batch, "Most texts a model decodes together")
+  command->add_option("--max-batch", options->max_batch, "Most texts a model decodes at once (each decoder step)")
       ->check(CLI::Range(1, static_cast<int>(kMaxBatchSize)))
       ->capture_default_str();
-  command->add_option("--max-queue", options->max_queue, "Most requests waiting per model; beyond, 503")
+  command->add_option("--max-queue", options->max_queue, "Most requests per model waiting for a place for their texts; beyond, 503")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   command->add_option("--api-key", options->api_key,

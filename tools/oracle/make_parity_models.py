@@ -106,6 +106,18 @@ the encoder-decoders with "prompt_ids" instead of "source_ids", from lm_beam_sea
 the same search with a beam's decoder input = prompt + prefix, eos = any eos id,
 hypothesis ids = the generated tokens only. Margins, redraws and the re-load check as
 above.
+
+QUANTIZED MODELS. index.json also lists "quantized_models": [names] (22; in no other
+list) and "dequantized_twins": {"<name>-dequantized": name}: ordo's encoder-decoders
+with every position scheme (quantized_ordo_specs), decoder-only ordo and LLaMA models
+(quantized_generation_specs), Marian, NLLB and T5 models (QUANTIZED_MARIAN,
+QUANTIZED_M2M100, QUANTIZED_T5), each int8 (a scale a row, or groups of 8) or int4
+(groups of 32; every width a multiple of 32). The random model is made to hold its
+dequantized weights (quantization.quantize_weights_) before its cases are drawn, saved
+as F32 (kept as the twin: fl32 of each q x scale), then rewritten quantized
+(quantize_model_dir); the references are computed from the quantized files as re-loaded
+(exact q x scale in float64) and must equal the in-memory model's. reference.json is the
+family's, with "quantization": {"type", "group_size"} (null in the other models').
 """
 from __future__ import annotations
 
@@ -132,6 +144,7 @@ from ordo_torch.t5_dirs import (T5TokenizerOracle, load_t5_dir, save_t5_dir,  # 
                                 t5_generation_config, write_t5_tokenizer)
 from ordo_torch.marian_dirs import hf_tied_aliases  # noqa: E402
 from ordo_torch.model_dirs import read_weight_files  # noqa: E402
+from ordo_torch.quantization import quantize_model_dir, quantize_weights_  # noqa: E402
 
 ORACLE_DTYPE = torch.float64  # see THE ORACLE COMPUTES IN FLOAT64 above
 MIN_GREEDY_MARGIN = 1e-2  # the contract is >= 1e-3; keep headroom
@@ -538,7 +551,7 @@ def make_generation_model(family: str, cfg: dict, options: dict, generator: torc
         if options["final_logits_bias"]:
             with torch.no_grad():  # eos now and then: sequences of a batch stop apart
                 model.final_logits_bias[0, model.config["eos_token_id"]] += EOS_BOOST
-    return round_weights_(model, options["dtype"])
+    return quantized(round_weights_(model, options["dtype"]), options.get("quantization"))
 
 
 def robust_lm(model, prompt: list, case_index: int):
@@ -632,9 +645,11 @@ def write_generation_model(out: Path, name, family, cfg, options, seed) -> list:
     model_dir = out / name
     if family == "llama":
         save_llama_dir(model, model_dir, dtype=options["dtype"], shards=options["shards"])
+        finish_quantized(model_dir, options.get("quantization"), model)
         loaded = load_llama_dir(model_dir, ORACLE_DTYPE)
     else:
         save_model_dir(model, model_dir, dtype=options["dtype"])
+        finish_quantized(model_dir, options.get("quantization"), model)
         loaded = load_model_dir(model_dir, ORACLE_DTYPE)
     before = generation_reference(model, cases, name, full=False,
                                   greedy=[g for g, _ in decided])
@@ -643,7 +658,7 @@ def write_generation_model(out: Path, name, family, cfg, options, seed) -> list:
     if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
         raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
     doc = {"model": name, "family": family, "dtype": options["dtype"],
-           "sharded": options["shards"] > 1, "min_greedy_margin": MIN_GREEDY_MARGIN,
+           "quantization": options.get("quantization"), "sharded": options["shards"] > 1, "min_greedy_margin": MIN_GREEDY_MARGIN,
            "cases": after["cases"], "batch": after["batch"], "beam": after["beam"]}
     (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False) + "\n")
     note = f" (attempt {attempt})" if attempt else ""
@@ -721,11 +736,11 @@ def tokenization_reference(directory: Path) -> list:
             + [{"text": t, "as": "target", "ids": oracle.encode_target(t)} for t in TOKENIZATION_TARGETS])
 
 
-def write_marian_model(out: Path, name: str, seed: int):
+def write_marian_model(out: Path, name: str, seed: int, spec=None, quantization=None):
     """Builds, writes and checks one Marian model directory (tokenizer files,
     config.json, generation_config.json, weights, reference.json with the encoder-decoder
     cases plus "tokenization"); returns its beam min_margins and the model."""
-    overrides, dtype, shards, positions, separate = MARIAN_MODELS[name]
+    overrides, dtype, shards, positions, separate = spec or MARIAN_MODELS[name]
     model_dir = out / name
     sources, targets = corpus_sides()
     tokens = write_marian_tokenizer(model_dir, sources, targets, MARIAN_PIECES,
@@ -735,7 +750,7 @@ def write_marian_model(out: Path, name: str, seed: int):
     def make(torch_gen):
         model = MarianMTModel(cfg, positions_in_file=positions).to(ORACLE_DTYPE).eval()
         random_marian_weights_(model, torch_gen)
-        round_weights_(model, dtype)
+        quantized(round_weights_(model, dtype), quantization)
         # Tokens are drawn from [2, pad): never eos, unk or pad.
         return model, dict(model.config, vocab_size=tokens["pad_token_id"],
                            decoder_vocab_size=tokens["pad_token_id"])
@@ -743,13 +758,14 @@ def write_marian_model(out: Path, name: str, seed: int):
     model, cases, decided, attempt, draws = build(name, cfg, False, dtype, seed, make_model=make)
     save_marian_dir(model, model_dir, dtype=dtype, shards=shards,
                     generation=marian_generation_config(model.config))
+    finish_quantized(model_dir, quantization, model)
     before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
     loaded = load_marian_dir(model_dir, ORACLE_DTYPE)
     after = reference(loaded, cases, name)
     beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
     if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
         raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
-    doc = {"model": name, "family": "marian", "dtype": dtype, "sharded": shards > 1,
+    doc = {"model": name, "family": "marian", "dtype": dtype, "quantization": quantization, "sharded": shards > 1,
            "positions_in_file": positions, "separate_vocabs": separate,
            "min_greedy_margin": MIN_GREEDY_MARGIN, "cases": after["cases"],
            "batch": after["batch"], "beam": after["beam"],
@@ -875,12 +891,12 @@ def translation_reference(model, directory: Path) -> list:
     return out
 
 
-def write_m2m100_model(out: Path, name: str, seed: int) -> list:
+def write_m2m100_model(out: Path, name: str, seed: int, spec=None, quantization=None) -> list:
     """Builds, writes and checks one NLLB-layout model directory (tokenizer files,
     config.json, generation_config.json, weights, reference.json with the encoder-decoder
     cases plus "pad_inside", "translations" and "tokenization"); returns its beam
     min_margins."""
-    overrides, dtype, shards, added, legacy = M2M100_MODELS[name]
+    overrides, dtype, shards, added, legacy = spec or M2M100_MODELS[name]
     model_dir = out / name
     sources, targets = corpus_sides()
     tokens = write_nllb_tokenizer(model_dir, sources + targets, NLLB_PIECES, NLLB_CODES,
@@ -890,11 +906,12 @@ def write_m2m100_model(out: Path, name: str, seed: int) -> list:
     def make(torch_gen):
         model = M2M100Model(cfg).to(ORACLE_DTYPE).eval()
         random_m2m100_weights_(model, torch_gen)
-        round_weights_(model, dtype)
+        quantized(round_weights_(model, dtype), quantization)
         return model, dict(model.config, decoder_vocab_size=model.config["vocab_size"])
 
     model, cases, decided, attempt, draws = build(name, cfg, False, dtype, seed, make_model=make)
     save_m2m100_dir(model, model_dir, dtype=dtype, shards=shards, generation=nllb_generation_config(model.config))
+    finish_quantized(model_dir, quantization, model)
     before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
     loaded = load_m2m100_dir(model_dir, ORACLE_DTYPE)
     after = reference(loaded, cases, name)
@@ -905,7 +922,7 @@ def write_m2m100_model(out: Path, name: str, seed: int) -> list:
     tokenization = [{"text": t, "as": side, "lang": code, "ids": oracle.encode(t, code)}
                     for t, source_lang, target_lang in NLLB_TEXTS
                     for side, code in (("source", source_lang), ("target", target_lang))]
-    doc = {"model": name, "family": "m2m_100", "dtype": dtype, "sharded": shards > 1,
+    doc = {"model": name, "family": "m2m_100", "dtype": dtype, "quantization": quantization, "sharded": shards > 1,
            "added_tokens_decoder": added, "legacy_behaviour": legacy, "codes": tokens["codes"],
            "min_greedy_margin": MIN_GREEDY_MARGIN, "cases": after["cases"], "batch": after["batch"],
            "beam": after["beam"], "pad_inside": pad_inside_reference(loaded, cases, name),
@@ -984,11 +1001,11 @@ def t5_tokenization_reference(directory: Path) -> list:
     return encoded, decoded
 
 
-def write_t5_model(out: Path, name: str, seed: int) -> list:
+def write_t5_model(out: Path, name: str, seed: int, spec=None, quantization=None) -> list:
     """Builds, writes and checks one T5 model directory (spiece.model, tokenizer_config.json,
     config.json, generation_config.json, weights, reference.json with the encoder-decoder
     cases plus "tokenization" and "detokenization"); returns its beam min_margins."""
-    overrides, dtype, shards, copies, extra_ids = T5_MODELS[name]
+    overrides, dtype, shards, copies, extra_ids = spec or T5_MODELS[name]
     model_dir = out / name
     sources, targets = corpus_sides()
     tokens = write_t5_tokenizer(model_dir, sources + targets, T5_PIECES, extra_ids)
@@ -997,12 +1014,13 @@ def write_t5_model(out: Path, name: str, seed: int) -> list:
     def make(torch_gen):
         model = T5ForConditionalGeneration(cfg, embed_copies_in_file=copies).to(ORACLE_DTYPE).eval()
         random_t5_weights_(model, torch_gen)
-        round_weights_(model, dtype)
+        quantized(round_weights_(model, dtype), quantization)
         # Sources and targets are drawn from [2, vocab_size), decoder_vocab_size for the latter.
         return model, dict(model.config, decoder_vocab_size=model.config["vocab_size"])
 
     model, cases, decided, attempt, draws = build(name, cfg, False, dtype, seed, make_model=make)
     save_t5_dir(model, model_dir, dtype=dtype, shards=shards, generation=t5_generation_config(model.config))
+    finish_quantized(model_dir, quantization, model)
     before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
     loaded = load_t5_dir(model_dir, ORACLE_DTYPE)
     after = reference(loaded, cases, name)
@@ -1010,13 +1028,157 @@ def write_t5_model(out: Path, name: str, seed: int) -> list:
     if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
         raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
     encoded, decoded = t5_tokenization_reference(model_dir)
-    doc = {"model": name, "family": "t5", "dtype": dtype, "sharded": shards > 1, "embed_copies_in_file": copies,
+    doc = {"model": name, "family": "t5", "dtype": dtype, "quantization": quantization, "sharded": shards > 1, "embed_copies_in_file": copies,
            "extra_ids": extra_ids, "min_greedy_margin": MIN_GREEDY_MARGIN, "cases": after["cases"],
            "batch": after["batch"], "beam": after["beam"], "tokenization": encoded, "detokenization": decoded}
     (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False, ensure_ascii=False) + "\n")
     note = f" (attempt {attempt})" if attempt else ""
     print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
     return [entry["min_margin"] for entry in after["beam"]]
+
+
+def write_ordo_model(out: Path, name, cfg, bias, dtype, seed, quantization=None) -> list:
+    """Builds, writes and checks one encoder-decoder in ordo's format; returns its beam
+    min_margins."""
+    make = None
+    if quantization:
+        plain = _ordo_model(cfg, bias, dtype)
+
+        def make(torch_gen):
+            model, full = plain(torch_gen)
+            return quantize_weights_(model, quantization), full
+    model, cases, decided, attempt, draws = build(name, cfg, bias, dtype, seed, make_model=make)
+    model_dir = out / name
+    save_model_dir(model, model_dir, dtype=dtype)
+    finish_quantized(model_dir, quantization, model)
+    before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
+    loaded = load_model_dir(model_dir, ORACLE_DTYPE)
+    after = reference(loaded, cases, name)
+    beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
+    if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
+        raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
+    doc = {"model": name, "family": "ordo", "dtype": dtype, "quantization": quantization,
+           "min_greedy_margin": MIN_GREEDY_MARGIN,
+           "cases": after["cases"], "batch": after["batch"], "beam": after["beam"]}
+    (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False) + "\n")
+    note = f" (attempt {attempt})" if attempt else ""
+    print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
+    return [entry["min_margin"] for entry in after["beam"]]
+
+
+# ----------------------------------------------------------------------------------------
+# Quantized models: every family stored int8 (a scale a row, or groups) and int4
+# ----------------------------------------------------------------------------------------
+
+INT8_ROW = {"type": "int8", "group_size": 0}
+INT8_GROUP = {"type": "int8", "group_size": 8}  # divides every width of the small models
+INT4 = {"type": "int4", "group_size": 32}
+# int4 packs runs of 32 weights: its models have every width a multiple of 32.
+INT4_WIDTHS = {"d_model": 32, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64}
+DEQUANTIZED_SUFFIX = "-dequantized"
+
+
+def quantized(model, quantization):
+    """`model` holding its dequantized weights (quantization None: as it is)."""
+    return quantize_weights_(model, quantization) if quantization else model
+
+
+def finish_quantized(model_dir: Path, quantization, model) -> None:
+    """After a model holding dequantized weights was saved as float: its twin
+    `<dir>-dequantized` (that float directory: fl32 of q x scale, what ordo's float path
+    computes with) and the directory itself rewritten quantized."""
+    if not quantization:
+        return
+    twin = model_dir.parent / (model_dir.name + DEQUANTIZED_SUFFIX)
+    shutil.rmtree(twin, ignore_errors=True)
+    shutil.copytree(model_dir, twin)
+    quantize_model_dir(model_dir, quantization, model)
+
+
+def quantized_ordo_specs():
+    """[(name, config, final_logits_bias, quantization)]: every position scheme, int8
+    (alternately a scale a row and groups of 8) and int4, post- and pre-norm, FLAVOURS
+    rotated (tied, untied and separate heads, final_logits_bias)."""
+    schemes = ["sin", "learned", "rope-half", "alibi", "t5", "none"]
+    specs = []
+    for p, pos_name in enumerate(schemes):
+        for k, (label, quantization) in enumerate((("q8", INT8_ROW if p % 2 == 0 else INT8_GROUP), ("q4", INT4))):
+            norm_name = ("post", "pre")[(p + k) % 2]
+            flavour = dict(FLAVOURS[(p + 2 * k) % len(FLAVOURS)])
+            cfg = dict(BASE, **POSITIONS[pos_name], normalize_before=NORMS[norm_name])
+            if flavour.pop("offset", False):
+                cfg["position_offset"] = OFFSETS[cfg["position_encoding"]]
+            theta = flavour.pop("rope_theta", None)
+            if theta is not None and cfg["position_encoding"] == "rope":
+                cfg["rope_theta"] = theta
+            bias = flavour.pop("final_logits_bias", False)
+            cfg.update(flavour)
+            if quantization["type"] == "int4":
+                cfg.update(INT4_WIDTHS)
+            specs.append((f"{label}-{pos_name}-{norm_name}", cfg, bias, quantization))
+    return specs
+
+
+def quantized_generation_specs():
+    """[(name, family, config, options)] as generation_specs, with options["quantization"]."""
+    lm = dict(LM_BASE, position_encoding="rope", normalize_before=True, num_key_value_heads=1)
+    lm_int4 = dict(LM_BASE, position_encoding="alibi", normalize_before=False, d_model=32,
+                   decoder_attention_heads=4, num_key_value_heads=2, decoder_ffn_dim=64,
+                   share_encoder_decoder_embeddings=False, decoder_vocab_size=37,
+                   tie_word_embeddings=False)
+    options = {"dtype": "F32", "shards": 1, "final_logits_bias": False}
+    return [
+        ("q8-lm-rope-pre", "ordo", lm, dict(options, quantization=INT8_GROUP)),
+        ("q4-lm-alibi-post", "ordo", lm_int4, dict(options, final_logits_bias=True, quantization=INT4)),
+        ("q8-llama-kv2-untied-bias-sharded", "llama",
+         dict(LLAMA_BASE, num_key_value_heads=2, attention_bias=True, pad_token_id=0),
+         dict(options, shards=2, quantization=INT8_ROW)),
+        ("q4-llama-kv1-tied", "llama",
+         dict(LLAMA_BASE, num_key_value_heads=1, tie_word_embeddings=True, intermediate_size=64,
+              pad_token_id=0), dict(options, quantization=INT4)),
+    ]
+
+
+# name -> (the family's table entry, quantization)
+QUANTIZED_MARIAN = {
+    "q8-marian-shared-tied-positions": (MARIAN_MODELS["marian-shared-tied-positions-f32"], INT8_GROUP),
+    "q4-marian-separate-untied-sharded": (
+        ({"activation_function": "gelu", "share_encoder_decoder_embeddings": False,
+          "tie_word_embeddings": False, **INT4_WIDTHS}, "F32", 2, False, True), INT4),
+}
+QUANTIZED_M2M100 = {
+    "q8-nllb-relu": (M2M100_MODELS["nllb-relu-f32"], INT8_ROW),
+    "q4-nllb-gelu": (({"activation_function": "gelu", **INT4_WIDTHS}, "F32", 1, True, False), INT4),
+}
+QUANTIZED_T5 = {
+    "q8-t5-gated-silu-tied-sharded": (
+        ({"model_type": "t5", "feed_forward_proj": "gated-silu", "num_layers": 3, "num_decoder_layers": 1},
+         "F32", 3, False, 100), INT8_GROUP),
+    "q4-t5-gated-gelu-untied": (
+        ({"model_type": "t5", "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False, "d_model": 32,
+          "num_heads": 4, "d_kv": 8, "d_ff": 64}, "F32", 1, False, 100), INT4),
+}
+
+
+def write_quantized_models(out: Path, seed: int):
+    """Every quantized model; returns (names, beam min_margins)."""
+    names, margins = [], []
+    for name, cfg, bias, quantization in quantized_ordo_specs():
+        margins.extend(write_ordo_model(out, name, cfg, bias, "F32", seed, quantization))
+        names.append(name)
+    for name, family, cfg, options in quantized_generation_specs():
+        margins.extend(write_generation_model(out, name, family, cfg, options, seed))
+        names.append(name)
+    for name, (spec, quantization) in QUANTIZED_MARIAN.items():
+        margins.extend(write_marian_model(out, name, seed, spec, quantization)[0])
+        names.append(name)
+    for name, (spec, quantization) in QUANTIZED_M2M100.items():
+        margins.extend(write_m2m100_model(out, name, seed, spec, quantization))
+        names.append(name)
+    for name, (spec, quantization) in QUANTIZED_T5.items():
+        margins.extend(write_t5_model(out, name, seed, spec, quantization))
+        names.append(name)
+    return names, margins
 
 
 def main(argv=None) -> int:
@@ -1032,22 +1194,8 @@ def main(argv=None) -> int:
     names = []
     beam_margins = []
     for name, cfg, bias, dtype in model_specs():
-        model, cases, decided, attempt, draws = build(name, cfg, bias, dtype, args.seed)
-        model_dir = args.out / name
-        save_model_dir(model, model_dir, dtype=dtype)
-        before = reference(model, cases, name, full=False, greedy=[g for g, _ in decided])
-        loaded = load_model_dir(model_dir, ORACLE_DTYPE)
-        after = reference(loaded, cases, name)
-        beams = [(entry["hypotheses"], entry["min_margin"]) for entry in after["beam"]]
-        if before["cases"] != after["cases"] or beams != [b for _, b in decided]:
-            raise RuntimeError(f"{name}: outputs of the re-loaded model differ from the saved one")
-        doc = {"model": name, "dtype": dtype, "min_greedy_margin": MIN_GREEDY_MARGIN,
-               "cases": after["cases"], "batch": after["batch"], "beam": after["beam"]}
-        (model_dir / "reference.json").write_text(json.dumps(doc, allow_nan=False) + "\n")
+        beam_margins.extend(write_ordo_model(args.out, name, cfg, bias, dtype, args.seed))
         names.append(name)
-        beam_margins.extend(entry["min_margin"] for entry in after["beam"])
-        note = f" (attempt {attempt})" if attempt else ""
-        print(f"{name}: {len(cases)} cases, {draws} sources drawn{note}", flush=True)
     generation_names = []
     for name, family, cfg, options in generation_specs():
         beam_margins.extend(write_generation_model(args.out, name, family, cfg, options,
@@ -1068,12 +1216,16 @@ def main(argv=None) -> int:
     for name in T5_MODELS:
         beam_margins.extend(write_t5_model(args.out, name, args.seed))
         t5_names.append(name)
+    quantized_names, margins = write_quantized_models(args.out, args.seed)
+    beam_margins.extend(margins)
     index = {"seed": args.seed, "min_greedy_margin": MIN_GREEDY_MARGIN, "models": names,
              "generation_models": generation_names, "marian_models": marian_names,
              "m2m100_models": m2m100_names, "t5_models": t5_names,
-             "torch_bin_models": torch_bin_models}
+             "torch_bin_models": torch_bin_models, "quantized_models": quantized_names,
+             "dequantized_twins": {name + DEQUANTIZED_SUFFIX: name for name in quantized_names}}
     (args.out / "index.json").write_text(json.dumps(index, indent=2) + "\n")
     print(f"{len(names)} + {len(generation_names)} + {len(marian_names)} + {len(m2m100_names)} + {len(t5_names)} "
+          f"+ {len(quantized_names)} quantized "
           f"models in {args.out} "
           f"({time.time() - start:.1f} s); beam min_margin min {min(beam_margins):.3g}, "
           f"median {sorted(beam_margins)[len(beam_margins) // 2]:.3g}")

@@ -19,6 +19,7 @@
 // models/api/ordo/; installed, they are one folder, <prefix>/include/ordo/.
 #pragma once
 
+#include "ordo/continuous_batch.hpp"
 #include "ordo/decode_session.hpp"
 #include "ordo/error.hpp"
 #include "ordo/generator.hpp"

@@ -87,6 +87,13 @@ class ORDO_API Translator {
   // one call would.
   std::vector<Translation> translate_batch(std::span<const std::string> lines, std::uint64_t first_index = 0) const;
 
+  // The input half of a translation: tokenizes and checks one sentence within
+  // max_input_tokens, without decoding. The result has source_ids and truncated, or its
+  // error set; a blank sentence has its empty hypothesis already. For programs that
+  // decode elsewhere (ContinuousBatch::add). Throws ordo::OptionError when a model with
+  // language codes was given no source_lang or target_lang.
+  Translation prepare(std::string_view text) const;
+
   // The same with token ids in (eos included), used as given; texts are filled in when
   // the model has a tokenizer. Per-source errors.
   std::vector<Translation> translate_ids_batch(std::span<const std::vector<int>> sources,

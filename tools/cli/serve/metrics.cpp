@@ -61,9 +61,13 @@ void Metrics::request(const std::string& endpoint, int status, double seconds) {
   latency_.try_emplace(endpoint, kLatencyBounds).first->second.observe(seconds);
 }
 
-void Metrics::batch(const std::string& model, std::size_t texts, std::int64_t tokens_in, std::int64_t tokens_out) {
+void Metrics::step(const std::string& model, std::size_t texts) {
   const std::lock_guard lock(mutex_);
   batch_sizes_.try_emplace(model, kBatchBounds).first->second.observe(static_cast<double>(texts));
+}
+
+void Metrics::tokens(const std::string& model, std::int64_t tokens_in, std::int64_t tokens_out) {
+  const std::lock_guard lock(mutex_);
   tokens_in_[model] += tokens_in;
   tokens_out_[model] += tokens_out;
 }
@@ -80,7 +84,7 @@ std::string Metrics::render(const std::vector<ModelGauges>& gauges) const {
          "# TYPE ordo_request_duration_seconds histogram\n";
   for (const auto& [endpoint, histogram] : latency_)
     histogram.render(out, "ordo_request_duration_seconds", label("endpoint", endpoint));
-  out += "# HELP ordo_batch_size Texts (sources or prompts) a model decoded together in one batch.\n"
+  out += "# HELP ordo_batch_size Texts (sources or prompts) live in each decoder step a model ran.\n"
          "# TYPE ordo_batch_size histogram\n";
   for (const auto& [model, histogram] : batch_sizes_) histogram.render(out, "ordo_batch_size", label("model", model));
   out += "# HELP ordo_tokens_in_total Tokens read: sources (eos included) and prompts (bos included).\n"
@@ -94,7 +98,7 @@ std::string Metrics::render(const std::vector<ModelGauges>& gauges) const {
   out += "# HELP ordo_queue_depth Requests waiting for their model.\n# TYPE ordo_queue_depth gauge\n";
   for (const ModelGauges& g : gauges)
     out += "ordo_queue_depth{" + label("model", g.model) + "} " + std::to_string(g.queued) + "\n";
-  out += "# HELP ordo_live_sequences Texts in the batch a model is decoding now.\n# TYPE ordo_live_sequences gauge\n";
+  out += "# HELP ordo_live_sequences Texts a model is decoding now (its live set).\n# TYPE ordo_live_sequences gauge\n";
   for (const ModelGauges& g : gauges)
     out += "ordo_live_sequences{" + label("model", g.model) + "} " + std::to_string(g.live) + "\n";
   return out;

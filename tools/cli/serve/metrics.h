@@ -41,8 +41,10 @@ class Metrics {
 
   // One answered request: its endpoint ("/v1/translate"), status and seconds taken.
   void request(const std::string& endpoint, int status, double seconds);
-  // One batch a model ran: its texts, the tokens read (prompts, sources) and written.
-  void batch(const std::string& model, std::size_t texts, std::int64_t tokens_in, std::int64_t tokens_out);
+  // One decoder step a model ran, with `texts` live texts (sources or prompts).
+  void step(const std::string& model, std::size_t texts);
+  // One answered job's tokens: read (sources, prompts) and written.
+  void tokens(const std::string& model, std::int64_t tokens_in, std::int64_t tokens_out);
 
   // The Prometheus text; `gauges` gives each model's queue depth and live sequences.
   std::string render(const std::vector<ModelGauges>& gauges) const;

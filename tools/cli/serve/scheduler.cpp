@@ -2,33 +2,12 @@
 
 #include <algorithm>
 #include <exception>
+#include <numeric>
 #include <utility>
 
 namespace ordo::tools::serve {
 
 namespace {
-
-// Thrown from the interrupt check when every job of a batch is abandoned.
-struct Abandoned {};
-// Thrown from a streamed token when the job's on_token ends its text.
-struct TextEnded {};
-
-bool same_languages(const Job& a, const Job& b) {
-  return a.source_lang == b.source_lang && a.target_lang == b.target_lang;
-}
-
-bool same_decoding(const DecodingOptions& a, const DecodingOptions& b) {
-  return a.beam_size == b.beam_size && a.n_best == b.n_best && a.length_penalty == b.length_penalty &&
-         a.max_length == b.max_length && a.min_length == b.min_length &&
-         a.no_repeat_ngram_size == b.no_repeat_ngram_size && a.repetition_penalty == b.repetition_penalty &&
-         a.sample == b.sample && a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
-         a.seed == b.seed;
-}
-
-// A job that runs alone: streamed, or sampled. Text i of a request samples from the
-// stream seeded by (seed, i), as `ordo translate --sample` numbers its texts; in a batch
-// with another request's texts it would be numbered after them.
-bool runs_alone(const Job& job) { return job.on_token != nullptr || job.decoding.sample; }
 
 bool abandoned(const Job& job) { return job.abandoned && job.abandoned(); }
 
@@ -44,25 +23,27 @@ Outcome failed(const std::string& error) {
   return outcome;
 }
 
+// The tokens a finished text read and wrote (its best hypothesis's), for /metrics.
+template <class Request>
+std::int64_t tokens_out(const Request& r) {
+  return r.ok() && !r.hypotheses.empty() ? static_cast<std::int64_t>(r.best().ids.size()) : 0;
+}
+
 }  // namespace
 
-BatchScheduler::BatchScheduler(std::string name, const Model& model, SchedulerLimits limits, Metrics& metrics)
-    : name_(std::move(name)), limits_(limits), metrics_(metrics) {
-  if (model.is_decoder_only()) {
-    GeneratorOptions options;
-    options.batch_size = limits.max_batch;
-    generator_.emplace(model, options);
-  } else {
-    TranslatorOptions options;
-    options.batch_size = limits.max_batch;
-    translator_.emplace(model, options);
-  }
+ContinuousScheduler::ContinuousScheduler(std::string name, const Model& model, SchedulerLimits limits,
+                                         Metrics& metrics)
+    : name_(std::move(name)), limits_(limits), metrics_(metrics), batch_(model) {
+  if (model.is_decoder_only())
+    generator_.emplace(model);
+  else
+    translator_.emplace(model);
   thread_ = std::thread([this] { loop(); });
 }
 
-BatchScheduler::~BatchScheduler() { stop(); }
+ContinuousScheduler::~ContinuousScheduler() { stop(); }
 
-void BatchScheduler::stop() {
+void ContinuousScheduler::stop() {
   {
     const std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -71,13 +52,14 @@ void BatchScheduler::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::future<Outcome> BatchScheduler::submit(Job job) {
+std::future<Outcome> ContinuousScheduler::submit(Job job) {
   std::future<Outcome> future;
   {
     const std::lock_guard lock(mutex_);
     if (stopping_) throw Error("model " + name_, "the server is shutting down", "send the request to another replica");
-    if (queue_.size() >= static_cast<std::size_t>(limits_.max_queue))
-      throw QueueFull("model " + name_ + ": " + std::to_string(queue_.size()) +
+    const std::size_t waiting_jobs = queue_.size() + partly_waiting_;
+    if (waiting_jobs >= static_cast<std::size_t>(limits_.max_queue))
+      throw QueueFull("model " + name_ + ": " + std::to_string(waiting_jobs) +
                       " requests are waiting (--max-queue); try again shortly");
     Waiting& waiting = queue_.emplace_back(Waiting{std::move(job), {}});
     future = waiting.promise.get_future();
@@ -86,153 +68,193 @@ std::future<Outcome> BatchScheduler::submit(Job job) {
   return future;
 }
 
-ModelGauges BatchScheduler::gauges() const {
+ModelGauges ContinuousScheduler::gauges() const {
   const std::lock_guard lock(mutex_);
-  return {name_, queue_.size(), live_};
+  return {name_, queue_.size() + partly_waiting_, live_};
 }
 
-void BatchScheduler::loop() {
+void ContinuousScheduler::loop() {
   for (;;) {
-    std::vector<Waiting> batch;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left to run
-      batch = next_batch();
-      if (batch.empty()) continue;  // every waiting job was abandoned
-      live_ = 0;
-      for (const Waiting& w : batch) live_ += w.job.texts.size();
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
+      if (queue_.empty() && running_.empty()) return;  // stopping, and nothing left to run
     }
-    run(batch);
+    admit();
+    cancel_abandoned();
+    if (batch_.live_requests() > 0) {
+      metrics_.step(name_, static_cast<std::size_t>(batch_.live_requests()));
+      batch_.step();
+    }
+    collect();
     const std::lock_guard lock(mutex_);
-    live_ = 0;
+    live_ = static_cast<std::size_t>(batch_.live_requests());
+    partly_waiting_ = static_cast<std::size_t>(std::count_if(
+        running_.begin(), running_.end(), [](const Running& r) { return r.admitted < r.job.texts.size(); }));
   }
 }
 
-std::vector<BatchScheduler::Waiting> BatchScheduler::next_batch() {
-  std::vector<Waiting> batch;
-  std::size_t texts = 0;
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    if (abandoned(it->job)) {
-      it->promise.set_value(cancelled());
-      it = queue_.erase(it);
+// Free places go first to jobs that have none yet (oldest first), then one at a time to
+// the job with the fewest live texts, the one served least recently on a tie: a client
+// with a thousand texts takes its share, and one that sends a sentence after it joins at
+// the next place that frees, not after the thousand.
+void ContinuousScheduler::admit() {
+  auto room = static_cast<std::size_t>(std::max(0, limits_.max_batch - batch_.live_requests()));
+  std::map<Running*, std::size_t> places;  // texts each job adds now
+  const auto live_texts = [&](Running& r) { return r.open + places[&r]; };
+  while (room > 0) {
+    Running* next = nullptr;
+    {
+      const std::lock_guard lock(mutex_);
+      while (!queue_.empty() && !next) {
+        Waiting waiting = std::move(queue_.front());
+        queue_.pop_front();
+        if (abandoned(waiting.job))
+          waiting.promise.set_value(cancelled());
+        else
+          next = &start(std::move(waiting));
+      }
+    }
+    if (next && next->job.texts.empty()) {
+      answer(*next);
       continue;
     }
-    const Job& job = it->job;
-    bool joins = batch.empty();
-    if (!joins) {
-      const Job& first = batch.front().job;
-      joins = !runs_alone(first) && !runs_alone(job) && job.kind == first.kind &&
-              same_decoding(job.decoding, first.decoding) && same_languages(job, first) &&
-              texts + job.texts.size() <= static_cast<std::size_t>(limits_.max_batch);
-    }
-    if (!joins) {
-      ++it;
-      continue;
-    }
-    texts += job.texts.size();
-    batch.push_back(std::move(*it));
-    it = queue_.erase(it);
-    if (runs_alone(batch.front().job) || texts >= static_cast<std::size_t>(limits_.max_batch)) break;
+    if (!next)
+      for (Running& r : running_) {
+        if (r.admitted + places[&r] == r.job.texts.size()) continue;
+        if (!next || std::pair(live_texts(r), r.served) < std::pair(live_texts(*next), next->served)) next = &r;
+      }
+    if (!next) break;
+    ++places[next];
+    next->served = ++places_given_;
+    --room;
   }
-  return batch;
+  for (auto it = running_.begin(); it != running_.end();) {
+    Running& r = *it++;  // admit_texts may answer (and forget) r
+    if (const auto p = places.find(&r); p != places.end() && p->second > 0) admit_texts(r, p->second);
+  }
 }
 
-void BatchScheduler::run(std::vector<Waiting>& batch) {
-  if (batch.front().job.on_token) return run_streamed(batch.front());
-  const Job& first = batch.front().job;
-  std::vector<std::string> texts;
-  for (const Waiting& w : batch) texts.insert(texts.end(), w.job.texts.begin(), w.job.texts.end());
-  // The batch stops at its next decoder step once no client is waiting for it; while
-  // one is, the others' texts finish with it (and are dropped by their handlers).
-  const InterruptCheck interrupt = [&batch] {
-    if (std::all_of(batch.begin(), batch.end(), [](const Waiting& w) { return abandoned(w.job); })) throw Abandoned{};
-  };
-  std::vector<Outcome> outcomes(batch.size());
-  std::int64_t tokens_in = 0, tokens_out = 0;
+ContinuousScheduler::Running& ContinuousScheduler::start(Waiting waiting) {
+  Running& r = running_.emplace_back();
+  r.job = std::move(waiting.job);
+  r.promise = std::move(waiting.promise);
+  const std::size_t n = r.job.texts.size();
+  r.keys.assign(n, 0);
+  r.streamed.assign(n, 0);
+  if (r.job.kind == Job::Kind::Translate) {
+    r.outcome.translations.resize(n);
+  } else {
+    r.outcome.generations.resize(n);
+    r.outcome.stopped.assign(n, false);
+  }
+  return r;
+}
+
+void ContinuousScheduler::admit_texts(Running& r, std::size_t count) {
+  const Job& job = r.job;
+  const std::size_t first = r.admitted;
+  // Text i samples from the stream (seed, i), as `ordo translate --sample` numbers them.
+  std::vector<std::uint64_t> indexes(count);
+  std::iota(indexes.begin(), indexes.end(), first);
+  std::vector<ContinuousBatch::Key> keys;
   try {
-    std::size_t at = 0;
-    if (first.kind == Job::Kind::Translate) {
+    if (job.kind == Job::Kind::Translate) {
       if (!translator_) throw Error("model " + name_, "is decoder-only: it continues prompts", "use /v1/completions");
       TranslatorOptions options = translator_->options();
-      options.decoding = first.decoding;
-      options.source_lang = first.source_lang;
-      options.target_lang = first.target_lang;
-      options.interrupt = interrupt;
-      std::vector<Translation> results = translator_->with_options(options).translate_batch(texts);
-      for (std::size_t j = 0; j < batch.size(); ++j)
-        for (std::size_t i = 0; i < batch[j].job.texts.size(); ++i, ++at) {
-          Translation& t = results[at];
-          tokens_in += static_cast<std::int64_t>(t.source_ids.size());
-          if (t.ok() && !t.hypotheses.empty()) tokens_out += static_cast<std::int64_t>(t.best().ids.size());
-          outcomes[j].translations.push_back(std::move(t));
-        }
+      options.decoding = job.decoding;
+      options.source_lang = job.source_lang;
+      options.target_lang = job.target_lang;
+      const Translator translator = translator_->with_options(options);
+      std::vector<Translation> prepared;
+      for (std::size_t i = first; i < first + count; ++i) {
+        prepared.push_back(translator.prepare(job.texts[i]));
+        r.tokens_in += static_cast<std::int64_t>(prepared.back().source_ids.size());
+      }
+      keys = batch_.add(translator, std::move(prepared), indexes);
     } else {
       if (!generator_) throw Error("model " + name_, "is an encoder-decoder model: it translates", "use /v1/translate");
       GeneratorOptions options = generator_->options();
-      options.decoding = first.decoding;
-      options.interrupt = interrupt;
-      std::vector<Generation> results = generator_->with_options(options).generate_batch(texts);
-      for (std::size_t j = 0; j < batch.size(); ++j)
-        for (std::size_t i = 0; i < batch[j].job.texts.size(); ++i, ++at) {
-          Generation& g = results[at];
-          tokens_in += static_cast<std::int64_t>(g.prompt_ids.size());
-          if (g.ok() && !g.hypotheses.empty()) tokens_out += static_cast<std::int64_t>(g.best().ids.size());
-          outcomes[j].generations.push_back(std::move(g));
-        }
+      options.decoding = job.decoding;
+      const Generator generator = generator_->with_options(options);
+      std::vector<Generation> prepared;
+      for (std::size_t i = first; i < first + count; ++i) {
+        prepared.push_back(generator.prepare(job.texts[i]));
+        r.tokens_in += static_cast<std::int64_t>(prepared.back().prompt_ids.size());
+        r.outcome.generations[i] = prepared.back();  // what a text cut by its stop sequence answers
+      }
+      ContinuousBatch::OnToken on_token;
+      if (job.on_token)
+        on_token = [this](ContinuousBatch::Key key, const GeneratedToken& token) {
+          const auto it = text_of_.find(key);
+          if (it == text_of_.end()) return;
+          auto [running, text] = it->second;
+          ++running->streamed[text];
+          if (running->job.on_token(text, token)) return;
+          // A stop sequence: the text ends here, and the others of the job go on.
+          running->outcome.stopped[text] = true;
+          batch_.cancel(key);
+          finish_text(*running, text);
+        };
+      keys = batch_.add(generator, std::move(prepared), indexes, on_token);
     }
-  } catch (const Abandoned&) {
-    for (Outcome& o : outcomes) o = cancelled();
   } catch (const std::exception& e) {
-    for (Outcome& o : outcomes) o = failed(e.what());
+    // Nothing of these texts joined: the job fails as a whole, its live texts dropped.
+    for (std::size_t i = 0; i < first; ++i)
+      if (text_of_.erase(r.keys[i]) > 0) batch_.cancel(r.keys[i]);
+    r.admitted = r.job.texts.size();
+    r.open = 0;
+    r.outcome = failed(e.what());
+    answer(r);
+    return;
   }
-  metrics_.batch(name_, texts.size(), tokens_in, tokens_out);
-  for (std::size_t j = 0; j < batch.size(); ++j) batch[j].promise.set_value(std::move(outcomes[j]));
+  for (std::size_t k = 0; k < count; ++k) {
+    r.keys[first + k] = keys[k];
+    text_of_[keys[k]] = {&r, first + k};
+  }
+  r.admitted += count;
+  r.open += count;
 }
 
-void BatchScheduler::run_streamed(Waiting& waiting) {
-  const Job& job = waiting.job;
-  Outcome outcome;
-  std::int64_t tokens_in = 0, tokens_out = 0;
-  try {
-    if (!generator_) throw Error("model " + name_, "is an encoder-decoder model: it translates", "use /v1/translate");
-    GeneratorOptions options = generator_->options();
-    options.decoding = job.decoding;
-    options.interrupt = [&job] {
-      if (abandoned(job)) throw Abandoned{};
-    };
-    const Generator generator = generator_->with_options(options);
-    for (std::size_t i = 0; i < job.texts.size(); ++i) {
-      Generation prepared = generator.prepare(job.texts[i]);
-      tokens_in += static_cast<std::int64_t>(prepared.prompt_ids.size());
-      outcome.stopped.push_back(false);
-      if (!prepared.ok()) {
-        outcome.generations.push_back(std::move(prepared));
-        continue;
-      }
-      std::int64_t streamed = 0;
-      const auto on_token = [&](const GeneratedToken& token) {
-        ++streamed;
-        if (!job.on_token(i, token)) throw TextEnded{};
-      };
-      try {
-        outcome.generations.push_back(generator.generate_streamed(prepared, on_token, i));
-      } catch (const TextEnded&) {
-        outcome.generations.push_back(std::move(prepared));
-        outcome.stopped.back() = true;
-      } catch (const Error& e) {
-        prepared.error = e.what();
-        outcome.generations.push_back(std::move(prepared));
-      }
-      tokens_out += streamed;
-    }
-  } catch (const Abandoned&) {
-    outcome = cancelled();
-  } catch (const std::exception& e) {
-    outcome = failed(e.what());
+void ContinuousScheduler::finish_text(Running& r, std::size_t text) {
+  text_of_.erase(r.keys[text]);
+  if (--r.open == 0 && r.admitted == r.job.texts.size()) answer(r);
+}
+
+void ContinuousScheduler::cancel_abandoned() {
+  for (auto it = running_.begin(); it != running_.end();) {
+    Running& r = *it++;
+    if (!abandoned(r.job)) continue;
+    for (std::size_t i = 0; i < r.admitted; ++i)
+      if (text_of_.erase(r.keys[i]) > 0) batch_.cancel(r.keys[i]);
+    r.admitted = r.job.texts.size();
+    r.open = 0;
+    r.outcome = cancelled();
+    answer(r);
   }
-  metrics_.batch(name_, job.texts.size(), tokens_in, tokens_out);
-  waiting.promise.set_value(std::move(outcome));
+}
+
+void ContinuousScheduler::collect() {
+  for (ContinuousBatch::Finished& done : batch_.take_finished()) {
+    const auto it = text_of_.find(done.key);
+    if (it == text_of_.end()) continue;  // its job was answered already
+    auto [running, text] = it->second;
+    if (running->job.kind == Job::Kind::Translate)
+      running->outcome.translations[text] = std::move(done.translation());
+    else
+      running->outcome.generations[text] = std::move(done.generation());
+    finish_text(*running, text);
+  }
+}
+
+void ContinuousScheduler::answer(Running& r) {
+  std::int64_t out = 0;
+  for (const Translation& t : r.outcome.translations) out += tokens_out(t);
+  for (std::size_t i = 0; i < r.outcome.generations.size(); ++i)
+    out += r.outcome.stopped.at(i) ? r.streamed[i] : tokens_out(r.outcome.generations[i]);
+  metrics_.tokens(name_, r.tokens_in, out);
+  r.promise.set_value(std::move(r.outcome));
+  running_.remove_if([&r](const Running& other) { return &other == &r; });
 }
 
 }  // namespace ordo::tools::serve

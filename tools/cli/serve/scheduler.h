@@ -2,19 +2,21 @@
 // (a request's texts and options) and wait for their outcome; the scheduler's thread owns
 // the model and decides what runs together.
 //
-// Scheduler is the interface the routes use; BatchScheduler is today's policy: each time
-// the model is free it takes the oldest waiting job and every other waiting job with the
-// same kind and decoding options, up to --max-batch texts, and runs them as one call of
-// the public API (Translator::translate_batch, Generator::generate_batch), so different
-// clients' texts share each decoder step of that batch. A request that arrives while a
-// batch decodes waits for the next one. A step-level scheduler (a request joining the
-// live set at the next decoder step) replaces BatchScheduler behind the same interface.
+// Scheduler is the interface the routes use; ContinuousScheduler runs continuous
+// batching on ordo::ContinuousBatch: between two decoder steps, waiting texts join the
+// live set while fewer than --max-batch are live (each free place to the job with the
+// fewest live texts), each with its own job's options and sampling streams; every step
+// then decodes every live text of every client, and a text leaves as soon as it is
+// done. A request that arrives while others decode waits for the next step, not for
+// them to finish.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
+#include <map>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -38,13 +40,13 @@ struct Job {
   // Translate, a model with language codes: TranslatorOptions::source_lang / target_lang.
   std::string source_lang, target_lang;
   std::vector<std::string> texts;  // sources (Translate) or prompts (Complete)
-  // Complete only: when set, the job runs alone, prompt by prompt, and receives each
-  // token of prompt i as it is chosen (Generator::generate_streamed); returning false
-  // ends that prompt there (a stop sequence was reached). Runs on the scheduler's thread.
+  // Complete only: when set, receives each token of prompt i as it is chosen
+  // (Generator::generate_streamed's tokens); returning false ends that prompt there (a
+  // stop sequence was reached). Runs on the scheduler's thread.
   std::function<bool(std::size_t text, const GeneratedToken& token)> on_token;
-  // True once the client is gone. A waiting job that is abandoned is dropped; a running
-  // batch stops at its next decoder step when all its jobs are. Runs on the scheduler's
-  // thread, once per decoder step: keep it cheap.
+  // True once the client is gone. An abandoned job is dropped: waiting, or from the live
+  // set before the next decoder step. Runs on the scheduler's thread, once per decoder
+  // step: keep it cheap.
   std::function<bool()> abandoned;
 };
 
@@ -75,16 +77,16 @@ class Scheduler {
 };
 
 struct SchedulerLimits {
-  int max_batch = 32;  // texts decoded together (a larger request still runs, alone)
-  int max_queue = 64;  // jobs waiting
+  int max_batch = 32;  // texts live at once (a larger request joins text by text as others leave)
+  int max_queue = 64;  // jobs waiting for a place for (some of) their texts
 };
 
-class BatchScheduler final : public Scheduler {
+class ContinuousScheduler final : public Scheduler {
  public:
-  BatchScheduler(std::string name, const Model& model, SchedulerLimits limits, Metrics& metrics);
-  ~BatchScheduler() override;
-  BatchScheduler(const BatchScheduler&) = delete;
-  BatchScheduler& operator=(const BatchScheduler&) = delete;
+  ContinuousScheduler(std::string name, const Model& model, SchedulerLimits limits, Metrics& metrics);
+  ~ContinuousScheduler() override;
+  ContinuousScheduler(const ContinuousScheduler&) = delete;
+  ContinuousScheduler& operator=(const ContinuousScheduler&) = delete;
 
   std::future<Outcome> submit(Job job) override;
   ModelGauges gauges() const override;
@@ -95,24 +97,47 @@ class BatchScheduler final : public Scheduler {
     Job job;
     std::promise<Outcome> promise;
   };
+  // A job whose texts are (partly) in the live set. Its outcome fills in text by text.
+  struct Running {
+    Job job;
+    std::promise<Outcome> promise;
+    Outcome outcome;
+    std::size_t admitted = 0;  // texts added to the batch so far
+    std::size_t open = 0;      // texts added and not finished
+    std::vector<ContinuousBatch::Key> keys;
+    std::vector<std::int64_t> streamed;  // tokens each text streamed (on_token jobs)
+    std::int64_t tokens_in = 0;
+    std::uint64_t served = 0;  // when it was last given a place (places_given_)
+  };
 
   void loop();
-  // Takes the next batch off the queue (the lock held): the oldest job and the waiting
-  // jobs it can share a batch with. Abandoned jobs met on the way are answered.
-  std::vector<Waiting> next_batch();
-  void run(std::vector<Waiting>& batch);
-  void run_streamed(Waiting& waiting);
+  // Gives the live set's free places to waiting texts (of running jobs, then of queued
+  // ones), and adds them.
+  void admit();
+  Running& start(Waiting waiting);  // a queued job, into running_
+  void admit_texts(Running& running, std::size_t count);
+  void finish_text(Running& running, std::size_t text);
+  void cancel_abandoned();
+  void collect();
+  void answer(Running& running);  // the promise, the metrics, and the job forgotten
 
   const std::string name_;
   const SchedulerLimits limits_;
   Metrics& metrics_;
   std::optional<Translator> translator_;  // encoder-decoder models
   std::optional<Generator> generator_;    // decoder-only models
+  ContinuousBatch batch_;                 // the scheduler thread's only
+  std::list<Running> running_;            // oldest first
+  std::map<ContinuousBatch::Key, std::pair<Running*, std::size_t>> text_of_;  // live key -> (job, text)
+  std::uint64_t places_given_ = 0;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Waiting> queue_;
-  std::size_t live_ = 0;
+  std::size_t live_ = 0;  // live texts, for the gauge
+  // Running jobs with texts still waiting for a place: they count as waiting, for
+  // --max-queue and the gauge, until every text is in.
+  std::size_t partly_waiting_ = 0;
   bool stopping_ = false;
   std::thread thread_;  // last: started once everything above is
 };

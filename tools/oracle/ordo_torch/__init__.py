@@ -16,6 +16,8 @@ MODULES, one job each; this package re-exports the names its callers use.
     llama            LlamaModel: Hugging Face's LLaMA layout
     safetensors_io   the safetensors file format
     model_dirs       model directories: save/load of either family, round_weights_
+    quantization     int8 and int4 weights as README lays them out: read (dequantized
+                     exactly, in float64) by every loader, written by quantize_model_dir
 
 DTYPES. A model computes in the dtype of its parameters, torch's default dtype unless
 said otherwise: float32 for training and the speed peer, float64 for the oracle

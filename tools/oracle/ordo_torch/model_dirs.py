@@ -16,6 +16,7 @@ from torch import nn
 from .config import CONFIG_KEYS, LLAMA_CONFIG_KEYS, full_config, llama_config
 from .encoder_decoder import OrdoModel
 from .llama import LlamaModel
+from .quantization import dequantized_weights
 from .safetensors_io import read_safetensors, write_safetensors
 
 
@@ -83,7 +84,8 @@ def load_model_dir(path, dtype: Optional[torch.dtype] = None) -> OrdoModel:
     (final_logits_bias optional), with their shapes."""
     path = Path(path)
     config = full_config(json.loads((path / "config.json").read_text()))
-    tensors = read_safetensors(path / "model.safetensors")
+    tensors = dequantized_weights(path, read_safetensors(path / "model.safetensors"),
+                                  path / "model.safetensors")
     model = OrdoModel(config, final_logits_bias="final_logits_bias" in tensors)
     return load_checked(model, path / "model.safetensors", tensors, dtype)
 
@@ -206,10 +208,11 @@ def write_weight_files(out: Path, tensors: dict, shards: int, weights_format: st
 def read_weight_files(path: Path):
     """(source, tensors) of a Hugging Face directory: model.safetensors, or when there is
     none, the shards named by model.safetensors.index.json, checked as load_llama_dir's
-    docstring says."""
+    docstring says; quantized matrices dequantized as config.json's `quantization` says
+    (quantization.py)."""
     if (path / "model.safetensors").exists():
         source = path / "model.safetensors"
-        return source, read_safetensors(source)
+        return source, dequantized_weights(path, read_safetensors(source), source)
     if not (path / LLAMA_INDEX).exists():
         raise ValueError(f"{path}: neither model.safetensors nor {LLAMA_INDEX}")
     source = path / LLAMA_INDEX
@@ -235,7 +238,7 @@ def read_weight_files(path: Path):
     if declared is not None and declared != total:
         raise ValueError(f"{source}: metadata.total_size is {declared}, but the tensors "
                          f"hold {total} bytes")
-    return source, tensors
+    return source, dequantized_weights(path, tensors, source)
 
 
 def load_llama_dir(path, dtype: Optional[torch.dtype] = None) -> LlamaModel:

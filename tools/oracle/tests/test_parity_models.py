@@ -34,6 +34,7 @@ class ParityModelsTest(unittest.TestCase):
             index = json.loads((Path(tmp) / "index.json").read_text())
             self.assertEqual(len(index["models"]), 54)
             self.check_generation_models(Path(tmp), index)
+            self.check_quantized_models(Path(tmp), index)
             seen = set()
             for name in index["models"]:
                 cfg = json.loads((Path(tmp) / name / "config.json").read_text())
@@ -125,6 +126,47 @@ class ParityModelsTest(unittest.TestCase):
                      ("offset", "sinusoidal", 1), ("offset", "rope", 3),
                      ("beam finished", True), ("beam finished", False)):
             self.assertIn(need, seen)
+
+    def check_quantized_models(self, tmp: Path, index: dict):
+        """Each quantized model: its files hold I8 / U8 matrices with scales as its config
+        says, its float twin holds those values rounded to F32, and the oracle re-loading
+        it recomputes its references."""
+        from ordo_torch import load_m2m100_dir, load_marian_dir, load_t5_dir
+        from ordo_torch.model_dirs import read_weight_files
+        from ordo_torch.safetensors_io import read_safetensors
+        loaders = {"ordo": load_model_dir, "llama": load_llama_dir, "marian": load_marian_dir,
+                   "m2m_100": load_m2m100_dir, "t5": load_t5_dir}
+        names = index["quantized_models"]
+        self.assertEqual(len(names), 22)
+        self.assertEqual(index["dequantized_twins"], {n + "-dequantized": n for n in names})
+        seen = set()
+        for name in names:
+            ref = json.loads((tmp / name / "reference.json").read_text())
+            cfg = json.loads((tmp / name / "config.json").read_text())
+            self.assertEqual(cfg["quantization"], ref["quantization"])
+            kind = ref["quantization"]["type"]
+            seen.add((ref["family"], kind))
+            stored = {}
+            for file in sorted(tmp.joinpath(name).glob("*.safetensors")):
+                stored.update(read_safetensors(file))
+            matrices = [n for n, t in stored.items() if t.dtype == (torch.int8 if kind == "int8" else torch.uint8)]
+            self.assertTrue(matrices)
+            self.assertTrue(all(m + "_scale" in stored for m in matrices))
+            _, dequantized = read_weight_files(tmp / name)
+            _, twin = read_weight_files(tmp / (name + "-dequantized"))
+            self.assertEqual(set(dequantized), set(twin))
+            for m in matrices:
+                self.assertTrue(torch.equal(dequantized[m].to(torch.float32), twin[m]), m)
+            model = loaders[ref["family"]](tmp / name)
+            case = ref["cases"][-1]
+            if "source_ids" in case:
+                got = model.score(case["source_ids"], case["target_ids"])
+            else:
+                got = model.lm_score(case["prompt_ids"] + case["continuation_ids"])
+            self.assertEqual(got, case["token_logprobs"])
+        for family in ("ordo", "llama", "marian", "m2m_100", "t5"):
+            for kind in ("int8", "int4"):
+                self.assertIn((family, kind), seen)
 
     def check_generation_models(self, tmp: Path, index: dict):
         names = index["generation_models"]
