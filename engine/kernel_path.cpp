@@ -1,5 +1,6 @@
 #include "engine/kernel_path.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -13,7 +14,7 @@ constexpr const char* kVariable = "ORDO_CPU";
 
 struct Setting {
   bool valid = true;
-  bool force_portable = false;
+  KernelPath widest = KernelPath::Avx512;
   std::string value;
 };
 
@@ -23,7 +24,9 @@ Setting read_setting() {
   if (raw == nullptr) return setting;
   setting.value = raw;
   if (setting.value == "portable")
-    setting.force_portable = true;
+    setting.widest = KernelPath::Portable;
+  else if (setting.value == "avx2")
+    setting.widest = KernelPath::Avx2;
   else if (!setting.value.empty() && setting.value != "auto")
     setting.valid = false;
   return setting;
@@ -35,31 +38,36 @@ const Setting& setting() {
   return value;
 }
 
-bool cpu_has_avx2() {
+}  // namespace
+
+KernelPath widest_kernel_path() {
 #if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return KernelPath::Portable;
+  return __builtin_cpu_supports("avx512f") ? KernelPath::Avx512 : KernelPath::Avx2;
 #else
-  return false;
+  return KernelPath::Portable;
 #endif
 }
 
-}  // namespace
-
 KernelPath kernel_path() {
-  static const KernelPath path =
-      !setting().force_portable && cpu_has_avx2() ? KernelPath::Avx2 : KernelPath::Portable;
+  static const KernelPath path = std::min(setting().widest, widest_kernel_path());
   return path;
 }
 
 std::string_view kernel_path_name(KernelPath path) {
-  return path == KernelPath::Avx2 ? "avx2" : "portable";
+  switch (path) {
+    case KernelPath::Avx512: return "avx512";
+    case KernelPath::Avx2: return "avx2";
+    case KernelPath::Portable: return "portable";
+  }
+  return "?";
 }
 
 void check_kernel_setting() {
   if (!setting().valid)
     throw Error(std::string("environment variable ") + kVariable,
                 "unknown value '" + setting().value + "'",
-                "the values are 'auto', the default, and 'portable'");
+                "the values are 'auto', the default, 'avx2' and 'portable'");
 }
 
 }  // namespace ordo::kernels

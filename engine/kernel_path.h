@@ -1,24 +1,40 @@
-// Which of ordo's own kernels run (engine/matvec.h): the AVX2 + FMA ones on a CPU that
-// has both, else portable C++ that any x86-64 (or other) CPU runs. The choice is made
-// once per process, at run time, from the CPU and the environment variable ORDO_CPU:
-//   unset, "" or "auto"  the fastest path this CPU supports
+// Which of ordo's own kernels run (engine/matvec.h, engine/quantized_matvec.h): the
+// widest path the CPU has, else portable C++ that any x86-64 (or other) CPU runs:
+//   avx512    AVX-512 (F) beside AVX2 + FMA + F16C: the quantized single-row kernels
+//             (engine/quantized_avx512.h); every other kernel is the AVX2 one
+//   avx2      AVX2 + FMA (+ F16C for half-precision and quantized weights)
+//   portable  one value at a time
+// The choice is made once per process, at run time, from the CPU and the environment
+// variable ORDO_CPU, which names the widest path to take:
+//   unset, "" or "auto"  the widest path this CPU supports
+//   "avx2"               at most AVX2, so that the path a CPU without AVX-512 (a Zen 3)
+//                        takes is tested on one that has it
 //   "portable"           the portable path on any CPU, so that the path an older CPU
-//                        takes is tested on this one (tools/scripts/run_tests.sh runs the
-//                        kernel and parity tests once so)
-// OpenBLAS, which runs the large products, makes its own choice (OPENBLAS_CORETYPE).
+//                        takes is tested on this one
+// (tests/CMakeLists.txt runs the kernel and parity suites once more on each narrower
+// path). Every path gives the same numbers, bit for bit, except where a header says
+// otherwise. OpenBLAS, which runs the large products, makes its own choice
+// (OPENBLAS_CORETYPE).
 #pragma once
 
 #include <string_view>
 
 namespace ordo::kernels {
 
-enum class KernelPath { Avx2, Portable };
+// Ordered from the narrowest: a path includes every narrower one's instructions.
+enum class KernelPath { Portable, Avx2, Avx512 };
 
 // The path every kernel call takes. Never throws: an unknown ORDO_CPU value reads as
 // "auto" here, and check_kernel_setting() reports it.
 KernelPath kernel_path();
 
-// "avx2" or "portable".
+// The widest path this CPU supports, whatever ORDO_CPU says.
+KernelPath widest_kernel_path();
+
+// True on the AVX2 and the AVX-512 paths: the AVX2 kernels may run.
+inline bool has_avx2() { return kernel_path() >= KernelPath::Avx2; }
+
+// "avx512", "avx2" or "portable".
 std::string_view kernel_path_name(KernelPath path);
 
 // Throws ordo::Error naming ORDO_CPU, its value and the values it takes, when the

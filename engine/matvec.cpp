@@ -226,7 +226,6 @@ __attribute__((target("avx2,fma"))) void vecmat_avx2(const float* x, const float
   }
 }
 
-bool has_avx2() { return kernel_path() == KernelPath::Avx2; }
 #endif
 
 }  // namespace

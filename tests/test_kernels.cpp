@@ -207,16 +207,23 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
                Error);
 }
 
-// The kernels take the AVX2 path exactly when the CPU has AVX2 and FMA and ORDO_CPU does
-// not say "portable": CTest runs this file once with ORDO_CPU=portable
-// (kernels.portable_path), so both paths are tested on any machine.
+// The kernels take the widest path the CPU has (AVX-512, else AVX2 + FMA, else
+// portable), capped by ORDO_CPU: CTest runs this file once more with ORDO_CPU=avx2
+// (kernels.avx2_path) and ORDO_CPU=portable (kernels.portable_path), so every path is
+// tested on any machine that has it.
 TEST(Kernels, PathFollowsTheCpuAndOrdoCpu) {
-  const char* setting = std::getenv("ORDO_CPU");
-  const bool forced = setting != nullptr && std::string(setting) == "portable";
+  const char* raw = std::getenv("ORDO_CPU");
+  const std::string setting = raw != nullptr ? raw : "";
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const kernels::KernelPath want = avx2 && !forced ? kernels::KernelPath::Avx2 : kernels::KernelPath::Portable;
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  const kernels::KernelPath widest =
+      avx512 ? kernels::KernelPath::Avx512 : avx2 ? kernels::KernelPath::Avx2 : kernels::KernelPath::Portable;
+  kernels::KernelPath want = widest;
+  if (setting == "portable") want = kernels::KernelPath::Portable;
+  if (setting == "avx2") want = std::min(widest, kernels::KernelPath::Avx2);
+  EXPECT_EQ(kernels::kernel_path_name(kernels::widest_kernel_path()), kernels::kernel_path_name(widest));
   EXPECT_EQ(kernels::kernel_path_name(kernels::kernel_path()), kernels::kernel_path_name(want))
-      << "ORDO_CPU=" << (setting ? setting : "(unset)") << ", CPU with AVX2+FMA: " << avx2;
+      << "ORDO_CPU=" << (raw ? raw : "(unset)") << ", CPU with AVX2+FMA: " << avx2 << ", AVX-512F: " << avx512;
 }
 
 // A typo in ORDO_CPU is an error that names the variable, never a silent fallback.
@@ -234,7 +241,7 @@ TEST(Kernels, AnUnknownOrdoCpuValueIsAnErrorThatNamesIt) {
   EXPECT_EQ(result.out, "");
   EXPECT_EQ(result.err,
             "ordo: environment variable ORDO_CPU: unknown value 'avx9' (the values are 'auto', the default, "
-            "and 'portable')\n");
+            "'avx2' and 'portable')\n");
 }
 
 }  // namespace

@@ -110,6 +110,44 @@ TEST(Quantized, AStoredMatrixGivesTheFloatMatrixsNumbersExactly) {
     }
 }
 
+// One row of int8 or int4 gives the same numbers, bit for bit, on every SIMD path: the
+// AVX-512 kernels (engine/quantized_avx512.h) sum in the AVX2 kernels' order, so the
+// path a CPU takes never changes an output. Oracle: the AVX2 path. Widths and groups
+// the AVX-512 kernels take (a run of 32 a group, several runs a group, one scale a row,
+// more groups than the sixteen scales converted at once) and ones they leave to AVX2;
+// odd and even row counts (rows go in pairs half the matrix apart); a zero group,
+// zeros and negative zeros in x; alpha and beta.
+TEST(Quantized, OneRowGivesTheSameNumbersOnEverySimdPath) {
+  if (kernels::widest_kernel_path() < kernels::KernelPath::Avx512) GTEST_SKIP() << "this CPU has no AVX-512";
+  const Case cases[] = {
+      {WeightFormat::Int8, 0, 512},  {WeightFormat::Int8, 0, 96},   {WeightFormat::Int8, 32, 96},
+      {WeightFormat::Int8, 64, 768}, {WeightFormat::Int8, 0, 37},   {WeightFormat::Int8, 3, 12},
+      {WeightFormat::Int4, 32, 64},  {WeightFormat::Int4, 32, 768}, {WeightFormat::Int4, 64, 192},
+      {WeightFormat::Int4, 128, 1024}, {WeightFormat::Int4, 512, 512},
+  };
+  for (const Case& c : cases)
+    for (const Index rows : {Index{1}, Index{2}, Index{7}, Index{34}}) {
+      SCOPED_TRACE(name_of(c) + " rows " + std::to_string(rows));
+      std::vector<float> original = random_values(rows * c.cols, 11);
+      std::fill(original.begin(), original.begin() + std::min<Index>(c.cols, 32), 0.0f);  // a zero group
+      const EncodedMatrix encoded =
+          encode_matrix(TensorView(original.data(), {rows, c.cols}), target_of(c), "test matrix");
+      std::vector<float> x = random_values(c.cols, 12);
+      x[1] = 0.0f;
+      x[2] = -0.0f;
+      for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, 0.25f}}) {
+        SCOPED_TRACE("alpha " + std::to_string(alpha) + " beta " + std::to_string(beta));
+        std::vector<float> want = random_values(rows, 13), got = want;
+        kernels::matvec_on(kernels::KernelPath::Avx2, encoded.view(), x.data(), want.data(), alpha, beta);
+        kernels::matvec_on(kernels::KernelPath::Avx512, encoded.view(), x.data(), got.data(), alpha, beta);
+        for (Index r = 0; r < rows; ++r)
+          ASSERT_EQ(float_to_bits(got[static_cast<std::size_t>(r)]), float_to_bits(want[static_cast<std::size_t>(r)]))
+              << "row " << r << ": avx512 " << got[static_cast<std::size_t>(r)] << ", avx2 "
+              << want[static_cast<std::size_t>(r)];
+      }
+    }
+}
+
 // What the formats promise: int8 within half a scale of the original, scale max|w|/127;
 // int4 within half a scale, max|w|/7 rounded to F16; the halves exactly as PyTorch rounds.
 TEST(Quantized, EncodingKeepsEachWeightWithinHalfAStep) {
