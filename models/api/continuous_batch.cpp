@@ -209,6 +209,7 @@ struct ContinuousBatch::Impl {
   }
 
   void step() {
+    retired.clear();
     report_deferred();
     collect();
     try {
@@ -232,6 +233,7 @@ struct ContinuousBatch::Impl {
   std::unordered_map<Key, std::unique_ptr<Pending>> pending;
   std::vector<Finished> finished;
   Key next_key = 0;
+  std::vector<std::unique_ptr<Pending>> retired;          // cancelled, destroyed at the next step()
   bool adding = false;                                    // inside add(): tokens wait
   std::vector<std::pair<Key, GeneratedToken>> deferred;  // chosen by add(), for the next step()
 };
@@ -276,7 +278,13 @@ std::vector<ContinuousBatch::Key> ContinuousBatch::add(const Generator& generato
 void ContinuousBatch::step() { impl_->step(); }
 
 void ContinuousBatch::cancel(Key key) {
-  if (impl_->pending.erase(key) > 0) impl_->live.cancel(key);
+  const auto it = impl_->pending.find(key);
+  if (it == impl_->pending.end()) return;
+  // Called from an OnToken, the request's own callback is running: it is destroyed at
+  // the next step, not under its feet.
+  impl_->retired.push_back(std::move(it->second));
+  impl_->pending.erase(it);
+  impl_->live.cancel(key);
 }
 
 int ContinuousBatch::live_requests() const { return static_cast<int>(impl_->pending.size()); }

@@ -91,6 +91,10 @@ struct DecodingOptions {
   // Throws ordo::OptionError naming the first field that is out of range or contradicts
   // another. Every search calls it; call it yourself to check options early.
   ORDO_API void validate() const;
+
+  // Every field equal: two requests with equal options decode alike (a server batches
+  // their admissions).
+  bool operator==(const DecodingOptions&) const = default;
 };
 
 // The fields of DecodingOptions a checkpoint's generation_config.json gives defaults for

@@ -11,6 +11,13 @@ namespace {
 
 bool abandoned(const Job& job) { return job.abandoned && job.abandoned(); }
 
+// Jobs whose texts can join in one add(): one Translator's or Generator's options, and
+// all streamed or none.
+bool same_group(const Job& a, const Job& b) {
+  return a.kind == b.kind && a.decoding == b.decoding && a.source_lang == b.source_lang &&
+         a.target_lang == b.target_lang && (a.on_token != nullptr) == (b.on_token != nullptr);
+}
+
 Outcome cancelled() {
   Outcome outcome;
   outcome.cancelled = true;
@@ -129,10 +136,20 @@ void ContinuousScheduler::admit() {
     next->served = ++places_given_;
     --room;
   }
-  for (auto it = running_.begin(); it != running_.end();) {
-    Running& r = *it++;  // admit_texts may answer (and forget) r
-    if (const auto p = places.find(&r); p != places.end() && p->second > 0) admit_texts(r, p->second);
+  // The texts that join now, in groups that decode alike: each group is one add(), so
+  // requests that arrived together share one encoder pass and one prefill.
+  std::vector<std::vector<std::pair<Running*, std::size_t>>> groups;
+  for (Running& r : running_) {
+    const auto p = places.find(&r);
+    if (p == places.end() || p->second == 0) continue;
+    const auto group = std::find_if(groups.begin(), groups.end(),
+                                    [&](const auto& g) { return same_group(g.front().first->job, r.job); });
+    if (group == groups.end())
+      groups.push_back({{&r, p->second}});
+    else
+      group->push_back({&r, p->second});
   }
+  for (const auto& group : groups) admit_group(group);
 }
 
 ContinuousScheduler::Running& ContinuousScheduler::start(Waiting waiting) {
@@ -151,12 +168,11 @@ ContinuousScheduler::Running& ContinuousScheduler::start(Waiting waiting) {
   return r;
 }
 
-void ContinuousScheduler::admit_texts(Running& r, std::size_t count) {
-  const Job& job = r.job;
-  const std::size_t first = r.admitted;
-  // Text i samples from the stream (seed, i), as `ordo translate --sample` numbers them.
-  std::vector<std::uint64_t> indexes(count);
-  std::iota(indexes.begin(), indexes.end(), first);
+void ContinuousScheduler::admit_group(const std::vector<std::pair<Running*, std::size_t>>& group) {
+  const Job& job = group.front().first->job;  // every member's kind, options and languages
+  std::vector<std::uint64_t> indexes;  // text i of a job samples from (seed, i), as the CLI's line i
+  for (const auto& [r, count] : group)
+    for (std::size_t i = r->admitted; i < r->admitted + count; ++i) indexes.push_back(i);
   std::vector<ContinuousBatch::Key> keys;
   try {
     if (job.kind == Job::Kind::Translate) {
@@ -167,10 +183,11 @@ void ContinuousScheduler::admit_texts(Running& r, std::size_t count) {
       options.target_lang = job.target_lang;
       const Translator translator = translator_->with_options(options);
       std::vector<Translation> prepared;
-      for (std::size_t i = first; i < first + count; ++i) {
-        prepared.push_back(translator.prepare(job.texts[i]));
-        r.tokens_in += static_cast<std::int64_t>(prepared.back().source_ids.size());
-      }
+      for (const auto& [r, count] : group)
+        for (std::size_t i = r->admitted; i < r->admitted + count; ++i) {
+          prepared.push_back(translator.prepare(r->job.texts[i]));
+          r->tokens_in += static_cast<std::int64_t>(prepared.back().source_ids.size());
+        }
       keys = batch_.add(translator, std::move(prepared), indexes);
     } else {
       if (!generator_) throw Error("model " + name_, "is an encoder-decoder model: it translates", "use /v1/translate");
@@ -178,13 +195,14 @@ void ContinuousScheduler::admit_texts(Running& r, std::size_t count) {
       options.decoding = job.decoding;
       const Generator generator = generator_->with_options(options);
       std::vector<Generation> prepared;
-      for (std::size_t i = first; i < first + count; ++i) {
-        prepared.push_back(generator.prepare(job.texts[i]));
-        r.tokens_in += static_cast<std::int64_t>(prepared.back().prompt_ids.size());
-        r.outcome.generations[i] = prepared.back();  // what a text cut by its stop sequence answers
-      }
+      for (const auto& [r, count] : group)
+        for (std::size_t i = r->admitted; i < r->admitted + count; ++i) {
+          prepared.push_back(generator.prepare(r->job.texts[i]));
+          r->tokens_in += static_cast<std::int64_t>(prepared.back().prompt_ids.size());
+          r->outcome.generations[i] = prepared.back();  // what a text cut by its stop sequence answers
+        }
       ContinuousBatch::OnToken on_token;
-      if (job.on_token)
+      if (job.on_token)  // every member streams (same_group)
         on_token = [this](ContinuousBatch::Key key, const GeneratedToken& token) {
           const auto it = text_of_.find(key);
           if (it == text_of_.end()) return;
@@ -199,21 +217,26 @@ void ContinuousScheduler::admit_texts(Running& r, std::size_t count) {
       keys = batch_.add(generator, std::move(prepared), indexes, on_token);
     }
   } catch (const std::exception& e) {
-    // Nothing of these texts joined: the job fails as a whole, its live texts dropped.
-    for (std::size_t i = 0; i < first; ++i)
-      if (text_of_.erase(r.keys[i]) > 0) batch_.cancel(r.keys[i]);
-    r.admitted = r.job.texts.size();
-    r.open = 0;
-    r.outcome = failed(e.what());
-    answer(r);
+    // Nothing of these texts joined: their jobs fail as a whole, their live texts dropped.
+    for (const auto& [r, count] : group) {
+      for (std::size_t i = 0; i < r->admitted; ++i)
+        if (text_of_.erase(r->keys[i]) > 0) batch_.cancel(r->keys[i]);
+      r->admitted = r->job.texts.size();
+      r->open = 0;
+      r->outcome = failed(e.what());
+      answer(*r);
+    }
     return;
   }
-  for (std::size_t k = 0; k < count; ++k) {
-    r.keys[first + k] = keys[k];
-    text_of_[keys[k]] = {&r, first + k};
+  std::size_t k = 0;
+  for (const auto& [r, count] : group) {
+    for (std::size_t i = r->admitted; i < r->admitted + count; ++i, ++k) {
+      r->keys[i] = keys[k];
+      text_of_[keys[k]] = {r, i};
+    }
+    r->admitted += count;
+    r->open += count;
   }
-  r.admitted += count;
-  r.open += count;
 }
 
 void ContinuousScheduler::finish_text(Running& r, std::size_t text) {

@@ -115,7 +115,9 @@ class ContinuousScheduler final : public Scheduler {
   // ones), and adds them.
   void admit();
   Running& start(Waiting waiting);  // a queued job, into running_
-  void admit_texts(Running& running, std::size_t count);
+  // Adds the next texts of each job of `group` (count each) in one add(); jobs whose
+  // texts cannot join fail whole.
+  void admit_group(const std::vector<std::pair<Running*, std::size_t>>& group);
   void finish_text(Running& running, std::size_t text);
   void cancel_abandoned();
   void collect();
