@@ -23,7 +23,9 @@ for flag in "$@"; do
     # pytest: the Python bindings' suite (tools/python/tests).
     # nginx: two ordo serve replicas behind it (tests/deploy/two_replicas.py); the test runs
     # it as the current user with its own prefix, never the system's service.
-    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece tmux python3-pytest nginx) ;;
+    # matplotlib: the length study's plot (tools/training/test_length_study.py draws it).
+    --test) packages+=(python3 python3-torch python3-numpy python3-sentencepiece tmux python3-pytest nginx
+                       python3-matplotlib) ;;
     # libclang-rt-14-dev (libFuzzer) is only a Recommends of clang, which
     # --no-install-recommends below would skip.
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
