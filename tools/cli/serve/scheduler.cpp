@@ -217,15 +217,8 @@ void ContinuousScheduler::admit_group(const std::vector<std::pair<Running*, std:
       keys = batch_.add(generator, std::move(prepared), indexes, on_token);
     }
   } catch (const std::exception& e) {
-    // Nothing of these texts joined: their jobs fail as a whole, their live texts dropped.
-    for (const auto& [r, count] : group) {
-      for (std::size_t i = 0; i < r->admitted; ++i)
-        if (text_of_.erase(r->keys[i]) > 0) batch_.cancel(r->keys[i]);
-      r->admitted = r->job.texts.size();
-      r->open = 0;
-      r->outcome = failed(e.what());
-      answer(*r);
-    }
+    // Nothing of these texts joined: their jobs fail as a whole.
+    for (const auto& [r, count] : group) end_early(*r, failed(e.what()));
     return;
   }
   std::size_t k = 0;
@@ -247,14 +240,17 @@ void ContinuousScheduler::finish_text(Running& r, std::size_t text) {
 void ContinuousScheduler::cancel_abandoned() {
   for (auto it = running_.begin(); it != running_.end();) {
     Running& r = *it++;
-    if (!abandoned(r.job)) continue;
-    for (std::size_t i = 0; i < r.admitted; ++i)
-      if (text_of_.erase(r.keys[i]) > 0) batch_.cancel(r.keys[i]);
-    r.admitted = r.job.texts.size();
-    r.open = 0;
-    r.outcome = cancelled();
-    answer(r);
+    if (abandoned(r.job)) end_early(r, cancelled());
   }
+}
+
+void ContinuousScheduler::end_early(Running& r, Outcome outcome) {
+  for (std::size_t i = 0; i < r.admitted; ++i)
+    if (text_of_.erase(r.keys[i]) > 0) batch_.cancel(r.keys[i]);
+  r.admitted = r.job.texts.size();
+  r.open = 0;
+  r.outcome = std::move(outcome);
+  answer(r);
 }
 
 void ContinuousScheduler::collect() {

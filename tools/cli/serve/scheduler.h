@@ -120,6 +120,9 @@ class ContinuousScheduler final : public Scheduler {
   void admit_group(const std::vector<std::pair<Running*, std::size_t>>& group);
   void finish_text(Running& running, std::size_t text);
   void cancel_abandoned();
+  // Answers a job with `outcome` now (failed, or its client gone): its live texts leave
+  // the batch at the next step, and those not yet in never join.
+  void end_early(Running& running, Outcome outcome);
   void collect();
   void answer(Running& running);  // the promise, the metrics, and the job forgotten
 
