@@ -65,7 +65,9 @@ TEST_P(ShippedToys, AreTheirFamilysLayout) {
 
 TEST_P(ShippedToys, TokenizeAsTheirTokenizers) {
   const auto model = LoadedModel::load(kWeights / GetParam());
-  for (const json& c : oracle_sample(GetParam()).at("cases")) {
+  // Held in a local: a range-for over a member of a temporary reads freed memory (C++20).
+  const json sample = oracle_sample(GetParam());
+  for (const json& c : sample.at("cases")) {
     SCOPED_TRACE(c.at("source").get<std::string>());
     EXPECT_EQ(model->tokenize_source(c.at("source").get<std::string>()), c.at("source_ids").get<std::vector<int>>());
     EXPECT_EQ(model->tokenize_target(c.at("reference").get<std::string>()),
