@@ -1,0 +1,84 @@
+// Products of float32 activations with int8 and int4 weight matrices, computed in
+// integers: each row of activations is quantized to int8 once per product, with one
+// scale per group of the weight's group size (the row for int8 with one scale a row, as
+// CTranslate2 does; 32 weights for int4, as llama.cpp's Q8_0 activations against Q4_0),
+// and each group's dot product is an exact sum of integer products. This is what makes
+// quantized weights pay beyond the memory bandwidth: an int8 multiply-add instruction
+// does four (AVX2) to sixteen (AVX-512 VNNI) times the work of a float one, so batches,
+// prefill and the encoder run faster than float32, not only decode steps.
+//
+// The definition (every path gives exactly these numbers; the oracle computes them from
+// this text, tools/oracle/ordo_torch/quantization.py). For an activation row x and a
+// weight row w of cols weights in groups of G (G = cols for one scale a row):
+//   per group g of x:  amax = max |x_k|;  s_g = amax / 127;
+//                      q_k = x_k * (127 / amax) rounded to the nearest integer (halves
+//                      to even), in [-127, 127];
+//                      a group with amax below 2^-120 has q = 0 and s = 0; one with a
+//                      non-finite value has q = 0 and s = NaN (the product is NaN).
+//   dot_g = sum of q_k * w_k over the group, exact (w_k the int8 value, or n - 8 for an
+//           int4 nibble n);
+//   c_g = s_g * w_scale_g;  t[g % 8] = fma(float(dot_g), c_g, t[g % 8]) for g in order,
+//   from t = 0;  y = ((t0 + t4) + (t2 + t6)) + ((t1 + t5) + (t3 + t7)),
+// all in float32. Integer sums have no order, and the float steps have one order for
+// every path, batch size and thread count: a sequence's numbers never depend on the CPU
+// or on what else is in its batch. Exact: |dot_g| <= 127 * 128 * G, so groups stay below
+// kMaxIntegerGroup weights (models/quantize.cpp and the loader refuse wider ones).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/kernel_path.h"
+#include "engine/tensor.h"
+#include "engine/weight_matrix.h"
+
+namespace ordo::kernels {
+
+// The widest group whose integer dot product fits an int32: 127 * 128 * G < 2^31.
+inline constexpr Index kMaxIntegerGroup = 132104;
+
+// Rows of activations quantized for one product. Buffers grow to the largest product
+// and are reused, so a decode step allocates nothing once warm.
+class QuantizedActivations {
+ public:
+  // Quantizes every row of x in groups of `group` columns (a divisor of x.cols()).
+  void quantize(ConstMatrixRef x, Index group);
+
+  Index rows() const { return rows_; }
+  Index cols() const { return cols_; }
+  Index group() const { return group_; }
+  Index groups() const { return groups_; }
+  // Row i's q, padded with zeros to a multiple of 64 columns.
+  const std::int8_t* q(Index i) const { return q_.data() + i * stride_; }
+  // Row i's q + 128 as unsigned bytes (the unsigned operand of VNNI's multiply-add).
+  const std::uint8_t* q_unsigned(Index i) const { return q_unsigned_.data() + i * stride_; }
+  const float* scales(Index i) const { return scales_.data() + i * groups_; }
+  // Row i's sum of q per group (int4's nibbles carry +8: dot(n - 8, q) = dot(n, q) - 8 sum).
+  const std::int32_t* sums(Index i) const { return sums_.data() + i * groups_; }
+
+ private:
+  Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
+  std::vector<std::int8_t> q_;
+  std::vector<std::uint8_t> q_unsigned_;
+  std::vector<float> scales_;
+  std::vector<std::int32_t> sums_;
+};
+
+// Whether integer_product takes w: int8 or int4.
+inline bool integer_product_takes(const WeightMatrix& w) {
+  return w.format() == WeightFormat::Int8 || w.format() == WeightFormat::Int4;
+}
+
+// y[i, r - first] = the definition above, for every row i of a and the weight rows r in
+// [first, first + count) of w; row i of y at y + i * y_stride. a was quantized with
+// w.group(). Single-threaded: engine/blas.cpp splits the rows of w across threads.
+void integer_product(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
+                     Index y_stride);
+
+// integer_product on the given path (engine/kernel_path.h), so that tests and
+// benchmarks can compare paths in one process. Throws ordo::Error for a path wider than
+// widest_kernel_path().
+void integer_product_on(KernelPath path, const QuantizedActivations& a, const WeightMatrix& w, Index first,
+                        Index count, float* y, Index y_stride);
+
+}  // namespace ordo::kernels

@@ -1,0 +1,242 @@
+// Int8 and int4 weights times activations quantized to int8 (engine/integer_product.h):
+// every path (portable, AVX2, AVX-512 VNNI) gives the definition's numbers bit for bit,
+// whatever the batch, the split of the weight rows or the tile a row lands in; the
+// result is within the quantization's error of the float product; empty, tiny and
+// non-finite rows do what the header says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/half.h"
+#include "engine/integer_product.h"
+#include "engine/kernel_path.h"
+#include "models/quantize.h"
+
+namespace ordo {
+namespace {
+
+using kernels::KernelPath;
+using kernels::QuantizedActivations;
+
+std::vector<float> random_values(Index count, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  std::vector<float> values(static_cast<std::size_t>(count));
+  for (float& v : values) v = uniform(rng);
+  return values;
+}
+
+struct Case {
+  WeightFormat format;
+  Index group;  // as `ordo quantize --group-size`: int8 0 is a scale a row
+  Index cols;
+};
+
+std::string name_of(const Case& c) {
+  return std::string(weight_format_name(c.format)) + " group " + std::to_string(c.group) + " cols " +
+         std::to_string(c.cols);
+}
+
+// One scale a row with widths around the vector sizes (32, 64) and a model's odd one
+// (344); groups the AVX-512 kernels take (multiples of 64) and ones they leave to AVX2
+// (32, 3); int4 groups of one run, two, four; more groups than eight (the float steps'
+// lanes) and fewer.
+const Case kCases[] = {
+    {WeightFormat::Int8, 0, 37},     {WeightFormat::Int8, 0, 64},     {WeightFormat::Int8, 0, 344},
+    {WeightFormat::Int8, 0, 1000},   {WeightFormat::Int8, 32, 96},    {WeightFormat::Int8, 64, 768},
+    {WeightFormat::Int8, 3, 12},     {WeightFormat::Int4, 32, 64},    {WeightFormat::Int4, 32, 768},
+    {WeightFormat::Int4, 64, 192},   {WeightFormat::Int4, 128, 1024}, {WeightFormat::Int4, 64, 1088},
+};
+
+EncodedMatrix encoded(const Case& c, Index rows, unsigned seed) {
+  const std::vector<float> w = random_values(rows * c.cols, seed);
+  return encode_matrix(TensorView(w.data(), {rows, c.cols}), Quantization{c.format, c.group}, "test matrix");
+}
+
+// The definition of engine/integer_product.h, written again from its text: nearbyint for
+// the rounding, 64-bit integer sums, the float steps one group at a time.
+std::vector<float> by_definition(const std::vector<float>& x, Index m, const WeightMatrix& w) {
+  const Index cols = w.cols(), group = w.group(), groups = cols / group;
+  std::vector<float> dequantized(static_cast<std::size_t>(w.rows() * cols));
+  w.dequantize(0, w.rows(), dequantized.data(), cols);
+  std::vector<float> y(static_cast<std::size_t>(m * w.rows()));
+  for (Index i = 0; i < m; ++i) {
+    std::vector<long> q(static_cast<std::size_t>(cols));
+    std::vector<float> s(static_cast<std::size_t>(groups));
+    for (Index g = 0; g < groups; ++g) {
+      float amax = 0.0f;
+      bool finite = true;
+      for (Index k = g * group; k < (g + 1) * group; ++k) {
+        finite = finite && std::isfinite(x[i * cols + k]);
+        amax = std::max(amax, std::fabs(x[i * cols + k]));
+      }
+      const bool zero = !finite || amax < std::ldexp(1.0f, -120);
+      s[g] = !finite ? std::numeric_limits<float>::quiet_NaN() : zero ? 0.0f : amax / 127.0f;
+      for (Index k = g * group; k < (g + 1) * group; ++k)
+        q[k] = zero ? 0 : std::lround(std::nearbyint(x[i * cols + k] * (127.0f / amax)));
+    }
+    for (Index r = 0; r < w.rows(); ++r) {
+      float t[8] = {};
+      for (Index g = 0; g < groups; ++g) {
+        // The weight's integer is its dequantized value over its stored scale, exactly.
+        long dot = 0;
+        float weight_scale = 0.0f;
+        weight_scale = [&] {
+          const auto* bytes = static_cast<const std::byte*>(w.scales()) + static_cast<std::size_t>(r) * w.row_scale_bytes();
+          if (w.format() == WeightFormat::Int8) return reinterpret_cast<const float*>(bytes)[g];
+          return half_to_float(reinterpret_cast<const std::uint16_t*>(bytes)[g]);
+        }();
+        for (Index k = g * group; k < (g + 1) * group; ++k)
+          dot += q[k] * std::lround(dequantized[static_cast<std::size_t>(r * cols + k)] / weight_scale);
+        t[g % 8] = std::fma(static_cast<float>(dot), s[g] * weight_scale, t[g % 8]);
+      }
+      y[static_cast<std::size_t>(i * w.rows() + r)] = ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+    }
+  }
+  return y;
+}
+
+std::vector<KernelPath> paths() {
+  std::vector<KernelPath> all = {KernelPath::Portable};
+  if (kernels::widest_kernel_path() >= KernelPath::Avx2) all.push_back(KernelPath::Avx2);
+  if (kernels::widest_kernel_path() >= KernelPath::Avx512) all.push_back(KernelPath::Avx512);
+  return all;
+}
+
+std::vector<float> product(KernelPath path, const std::vector<float>& x, Index m, const WeightMatrix& w) {
+  QuantizedActivations a;
+  a.quantize(ConstMatrixRef(x.data(), m, w.cols()), w.group());
+  std::vector<float> y(static_cast<std::size_t>(m * w.rows()));
+  kernels::integer_product_on(path, a, w, 0, w.rows(), y.data(), w.rows());
+  return y;
+}
+
+void expect_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t j = 0; j < got.size(); ++j)
+    ASSERT_EQ(float_to_bits(got[j]), float_to_bits(want[j])) << what << ", element " << j << ": " << got[j] << " vs " << want[j];
+}
+
+TEST(IntegerProduct, EveryPathGivesTheDefinitionsNumbers) {
+  for (const Case& c : kCases)
+    for (const Index rows : {Index{1}, Index{7}, Index{70}}) {
+      SCOPED_TRACE(name_of(c) + ", weight rows " + std::to_string(rows));
+      const EncodedMatrix w = encoded(c, rows, 3);
+      for (const Index m : {1, 3, 4, 5, 17}) {
+        std::vector<float> x = random_values(m * c.cols, 4, 3.0f);
+        x[0] = 0.0f;  // zeros, a negative zero, and a value exactly at a half step
+        if (c.cols > 2) x[1] = -0.0f;
+        const std::vector<float> want = by_definition(x, m, w.view());
+        for (const KernelPath path : paths())
+          expect_bits(product(path, x, m, w.view()), want,
+                      std::string(kernels::kernel_path_name(path)) + ", rows of x " + std::to_string(m));
+      }
+    }
+}
+
+// A row's numbers are the same alone, in a batch, and in any split of the weight rows
+// across threads (first, count), which is what lets a sequence decode the same tokens
+// whatever else is in its batch.
+TEST(IntegerProduct, ARowsNumbersDoNotDependOnItsBatchOrSplit) {
+  const Case c{WeightFormat::Int8, 0, 344};
+  const Case d{WeightFormat::Int4, 32, 768};
+  for (const Case& e : {c, d}) {
+    SCOPED_TRACE(name_of(e));
+    const EncodedMatrix w = encoded(e, 100, 5);
+    constexpr Index m = 9;
+    const std::vector<float> x = random_values(m * e.cols, 6, 2.0f);
+    for (const KernelPath path : paths()) {
+      SCOPED_TRACE(kernels::kernel_path_name(path));
+      const std::vector<float> together = product(path, x, m, w.view());
+      for (Index i = 0; i < m; ++i) {
+        const std::vector<float> row(x.begin() + i * e.cols, x.begin() + (i + 1) * e.cols);
+        const std::vector<float> alone = product(path, row, 1, w.view());
+        expect_bits(alone, std::vector<float>(together.begin() + i * 100, together.begin() + (i + 1) * 100),
+                    "row " + std::to_string(i));
+      }
+      QuantizedActivations a;
+      a.quantize(ConstMatrixRef(x.data(), m, e.cols), w.group);
+      std::vector<float> split(static_cast<std::size_t>(m * 100));
+      for (const auto& [first, count] : {std::pair<Index, Index>{0, 33}, {33, 1}, {34, 66}})
+        kernels::integer_product_on(path, a, w.view(), first, count, split.data() + first, 100);
+      expect_bits(split, together, "split 33 + 1 + 66");
+    }
+  }
+}
+
+// Each activation moves by at most half its group's step s, so a product is within
+// sum |w_k| s / 2 of the float product with the dequantized weights (plus float32's
+// rounding of sums of a few hundred terms).
+TEST(IntegerProduct, IsWithinTheQuantizationStepOfTheFloatProduct) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(name_of(c));
+    constexpr Index rows = 20, m = 3;
+    const EncodedMatrix w = encoded(c, rows, 8);
+    const Index group = w.group;
+    std::vector<float> dequantized(static_cast<std::size_t>(rows * c.cols));
+    w.view().dequantize(0, rows, dequantized.data(), c.cols);
+    const std::vector<float> x = random_values(m * c.cols, 9, 4.0f);
+    const std::vector<float> y = product(kernels::kernel_path(), x, m, w.view());
+    for (Index i = 0; i < m; ++i)
+      for (Index r = 0; r < rows; ++r) {
+        double exact = 0.0, bound = 0.0;
+        for (Index g = 0; g < c.cols / group; ++g) {
+          double amax = 0.0, weights = 0.0;
+          for (Index k = g * group; k < (g + 1) * group; ++k) {
+            amax = std::max(amax, std::fabs(double{x[i * c.cols + k]}));
+            weights += std::fabs(double{dequantized[r * c.cols + k]});
+            exact += double{x[i * c.cols + k]} * dequantized[r * c.cols + k];
+          }
+          bound += weights * amax / 127.0 / 2.0;
+        }
+        EXPECT_NEAR(y[i * rows + r], exact, bound * 1.001 + 1e-5 * (1.0 + std::fabs(exact))) << "x row " << i << ", w row " << r;
+      }
+  }
+}
+
+// An all-zero row gives 0; a row of values too small to scale (below 2^-120) gives 0; a
+// row with a NaN or an infinity gives NaN, and only that row does.
+TEST(IntegerProduct, ZeroTinyAndNonFiniteRows) {
+  for (const Case& c : {Case{WeightFormat::Int8, 0, 64}, Case{WeightFormat::Int4, 32, 128}}) {
+    SCOPED_TRACE(name_of(c));
+    const EncodedMatrix w = encoded(c, 5, 10);
+    std::vector<float> x = random_values(5 * c.cols, 11);
+    std::fill(x.begin(), x.begin() + c.cols, 0.0f);
+    std::fill(x.begin() + c.cols, x.begin() + 2 * c.cols, 1e-37f);
+    x[2 * c.cols + 3] = std::numeric_limits<float>::quiet_NaN();
+    x[3 * c.cols + 5] = -std::numeric_limits<float>::infinity();
+    for (const KernelPath path : paths()) {
+      SCOPED_TRACE(kernels::kernel_path_name(path));
+      const std::vector<float> y = product(path, x, 5, w.view());
+      for (Index r = 0; r < 5; ++r) {
+        EXPECT_EQ(y[0 * 5 + r], 0.0f);
+        EXPECT_EQ(y[1 * 5 + r], 0.0f);
+        EXPECT_TRUE(std::isnan(y[2 * 5 + r]));
+        EXPECT_TRUE(std::isnan(y[3 * 5 + r]));
+        EXPECT_TRUE(std::isfinite(y[4 * 5 + r]));
+      }
+    }
+  }
+}
+
+// The row's largest magnitude becomes +-127, every q is in [-127, 127], halves round to
+// even, and the padding is zeros. With max |x| = 127 the step is exactly 1.
+TEST(IntegerProduct, ActivationsQuantizeAsTheDefinitionSays) {
+  const std::vector<float> x = {2.5f, -127.0f, 3.5f, -0.5f, 0.0f, 126.6f, 1.49f, 100.0f};
+  QuantizedActivations a;
+  a.quantize(ConstMatrixRef(x.data(), 1, 8), 8);
+  EXPECT_EQ(a.scales(0)[0], 1.0f);
+  const std::vector<int> want = {2, -127, 4, 0, 0, 127, 1, 100};
+  for (Index k = 0; k < 8; ++k) EXPECT_EQ(a.q(0)[k], want[static_cast<std::size_t>(k)]) << k;
+  for (Index k = 8; k < 64; ++k) EXPECT_EQ(a.q(0)[k], 0) << "padding " << k;
+  EXPECT_EQ(a.sums(0)[0], 2 - 127 + 4 + 127 + 1 + 100);
+  EXPECT_EQ(a.q_unsigned(0)[1], 1);
+}
+
+}  // namespace
+}  // namespace ordo
