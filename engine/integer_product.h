@@ -2,10 +2,10 @@
 // integers: each row of activations is quantized to int8 once per product, with one
 // scale per group of the weight's group size (the row for int8 with one scale a row, as
 // CTranslate2 does; 32 weights for int4, as llama.cpp's Q8_0 activations against Q4_0),
-// and each group's dot product is an exact sum of integer products. This is what makes
-// quantized weights pay beyond the memory bandwidth: an int8 multiply-add instruction
-// does four (AVX2) to sixteen (AVX-512 VNNI) times the work of a float one, so batches,
-// prefill and the encoder run faster than float32, not only decode steps.
+// and the products are exact sums of integer products. This is what makes quantized
+// weights pay beyond the memory bandwidth: an int8 multiply-add instruction does the
+// work of four (AVX2) to sixteen (AVX-512 VNNI) float ones, so batches, prefill and the
+// encoder gain too, and the float work left is a few operations a group.
 //
 // The definition (every path gives exactly these numbers; the oracle computes them from
 // this text, tools/oracle/ordo_torch/quantization.py). For an activation row x and a
@@ -15,14 +15,17 @@
 //                      to even), in [-127, 127];
 //                      a group with amax below 2^-120 has q = 0 and s = 0; one with a
 //                      non-finite value has q = 0 and s = NaN (the product is NaN).
-//   dot_g = sum of q_k * w_k over the group, exact (w_k the int8 value, or n - 8 for an
-//           int4 nibble n);
-//   c_g = s_g * w_scale_g;  t[g % 8] = fma(float(dot_g), c_g, t[g % 8]) for g in order,
-//   from t = 0;  y = ((t0 + t4) + (t2 + t6)) + ((t1 + t5) + (t3 + t7)),
-// all in float32. Integer sums have no order, and the float steps have one order for
-// every path, batch size and thread count: a sequence's numbers never depend on the CPU
-// or on what else is in its batch. Exact: |dot_g| <= 127 * 128 * G, so groups stay below
-// kMaxIntegerGroup weights (models/quantize.cpp and the loader refuse wider ones).
+//   per group g and lane l in 0..7: P[g][l] = the exact sum of q_k * w_k over the k of
+//                      the group with ((k - g G) mod 32) div 4 = l (w_k the int8 value,
+//                      or n - 8 for an int4 nibble n): the eight 32-bit lanes that
+//                      vector instructions fill, four adjacent products each;
+//   c_g = s_g * w_scale_g;  t[g mod 2][l] = fma(float(P[g][l]), c_g, t[g mod 2][l]) for
+//   g in order, from t = 0;  u[l] = t[0][l] + t[1][l];
+//   y = ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7)), all in float32.
+// Integer sums have no order, and the float steps have one order for every path, batch
+// size and thread count: a sequence's numbers never depend on the CPU or on what else
+// is in its batch. Exact while |P| < 2^31: groups of at most kMaxIntegerGroup weights
+// (models/quantize.cpp and the loader refuse wider ones).
 #pragma once
 
 #include <cstdint>
@@ -34,8 +37,8 @@
 
 namespace ordo::kernels {
 
-// The widest group whose integer dot product fits an int32: 127 * 128 * G < 2^31.
-inline constexpr Index kMaxIntegerGroup = 132104;
+// The widest group whose lane sums fit an int32: 127 * 128 * G / 8 < 2^31.
+inline constexpr Index kMaxIntegerGroup = Index{1} << 20;
 
 // Rows of activations quantized for one product. Buffers grow to the largest product
 // and are reused, so a decode step allocates nothing once warm.
@@ -52,16 +55,20 @@ class QuantizedActivations {
   const std::int8_t* q(Index i) const { return q_.data() + i * stride_; }
   // Row i's q + 128 as unsigned bytes (the unsigned operand of VNNI's multiply-add).
   const std::uint8_t* q_unsigned(Index i) const { return q_unsigned_.data() + i * stride_; }
+  // Row i's scales s_g, and each repeated for the eight lanes of its group.
   const float* scales(Index i) const { return scales_.data() + i * groups_; }
-  // Row i's sum of q per group (int4's nibbles carry +8: dot(n - 8, q) = dot(n, q) - 8 sum).
-  const std::int32_t* sums(Index i) const { return sums_.data() + i * groups_; }
+  const float* lane_scales(Index i) const { return lane_scales_.data() + i * groups_ * 8; }
+  // Row i's 8 * (sum of q over lane l of group g), at [g * 8 + l]: int4's nibbles n carry
+  // +8, and P = lanes of n * q minus these.
+  const std::int32_t* nibble_offsets(Index i) const { return nibble_offsets_.data() + i * groups_ * 8; }
 
  private:
   Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;
   std::vector<float> scales_;
-  std::vector<std::int32_t> sums_;
+  std::vector<float> lane_scales_;
+  std::vector<std::int32_t> nibble_offsets_;
 };
 
 // Whether integer_product takes w: int8 or int4.

@@ -1,17 +1,16 @@
 #include "engine/integer_product_avx512.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "engine/integer_product.h"
 #include "engine/integer_product_internal.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
-// reports wherever they are inlined (GCC bug 105593, fixed in GCC 13).
+// and -Wuninitialized report wherever they are inlined (GCC bug 105593, fixed in GCC 13).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #endif
 
@@ -27,34 +26,34 @@ bool cpu_has_vnni() {
   return false;
 #endif
 }
+
+bool int4_pairs(const WeightMatrix& w) { return w.group() == 32 && w.cols() % 64 == 0; }
 }  // namespace
 
 bool integer_product_takes(const WeightMatrix& w) {
   if (!cpu_has_vnni()) return false;
   if (w.format() == WeightFormat::Int8) return w.group() == w.cols() || w.group() % 64 == 0;
-  return w.format() == WeightFormat::Int4 && w.group() % 64 == 0;
+  return w.format() == WeightFormat::Int4 && (w.group() % 64 == 0 || int4_pairs(w));
 }
 
 #if defined(__x86_64__)
 
 namespace {
 
-using integer_detail::combine_avx2;
-using integer_detail::weight_scales;
+using integer_detail::final_sum;
+using integer_detail::weight_scale;
 
 #define ORDO_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define ORDO_VNNI_LAMBDA __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"), always_inline))
 
 template <class T>
 const T* row_of(const WeightMatrix& w, Index r) {
   return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
 }
 
-ORDO_VNNI inline std::int32_t horizontal_sum(__m512i v) {
-  const __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
+// The lanes of two runs of 32 added into the definition's eight (exact).
+ORDO_VNNI inline __m256i fold(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
 // Two runs of 32 int4 weights (32 bytes) as 64 unsigned bytes n (0..15) in weight order:
@@ -68,127 +67,175 @@ ORDO_VNNI inline __m512i unpack_int4_pair(const std::uint8_t* runs) {
   return _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-// The dots of MR activation rows (from i0) and NR weight rows, every group, into
-// dots[(i * NR + j) * groups + g]. int8: the unsigned operand is q + 128 and the signed
-// one w, so sum((q + 128) w) - 128 sum(w) is the dot; sum(w) is one more vpdpbusd a
-// weight vector, shared by the MR activation rows. A row's last partial 64 are masked
-// loads (zeros add nothing).
+// A group's lanes for MR activation rows and NR weight rows, into p[i][j]. int8: the
+// unsigned operand is q + 128 and the signed one w, and (q + 128) w - 128 w is q w; the
+// sums of w are one more vpdpbusd a weight vector, shared by the MR rows. A row's last
+// partial 64 are masked loads (zeros add nothing). Lane sums wrap modulo 2^32 on the
+// way and are exact at the end.
+constexpr Index kAhead = 8192;
+
 template <int MR, int NR>
-ORDO_VNNI void tile_int8(const QuantizedActivations& a, Index i0, const std::int8_t* const (&rows)[NR], Index cols,
-                         Index group, std::int32_t* dots) {
-  const Index groups = cols / group;
+ORDO_VNNI void group_int8(const QuantizedActivations& a, Index i0, const std::int8_t* const (&rows)[NR], Index begin,
+                          Index end, __m256i (&p)[MR][NR]) {
   const __m512i ones = _mm512_set1_epi8(1);
-  for (Index g = 0; g < groups; ++g) {
-    const Index begin = g * group, end = begin + group;
-    __m512i acc[MR][NR], weight_sum[NR];
-    for (int j = 0; j < NR; ++j) {
-      weight_sum[j] = _mm512_setzero_si512();
-      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_setzero_si512();
-    }
-    for (Index k = begin; k < end; k += 64) {
-      const __mmask64 in = end - k >= 64 ? ~__mmask64{0} : (__mmask64{1} << (end - k)) - 1;
-      __m512i w[NR];
-      for (int j = 0; j < NR; ++j) {
-        w[j] = _mm512_maskz_loadu_epi8(in, rows[j] + k);
-        weight_sum[j] = _mm512_dpbusd_epi32(weight_sum[j], ones, w[j]);
-      }
-      for (int i = 0; i < MR; ++i) {
-        const __m512i q = _mm512_loadu_si512(a.q_unsigned(i0 + i) + k);
-        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], q, w[j]);
-      }
-    }
-    for (int j = 0; j < NR; ++j) {
-      const std::int32_t offset = 128 * horizontal_sum(weight_sum[j]);
-      for (int i = 0; i < MR; ++i) dots[(i * NR + j) * groups + g] = horizontal_sum(acc[i][j]) - offset;
-    }
-  }
-}
-
-// int4, groups of a multiple of 64: the nibbles n are the unsigned operand, q the signed
-// one, and dot(n - 8, q) = dot(n, q) - 8 sum(q).
-template <int MR, int NR>
-ORDO_VNNI void tile_int4(const QuantizedActivations& a, Index i0, const std::uint8_t* const (&rows)[NR], Index cols,
-                         Index group, std::int32_t* dots) {
-  const Index groups = cols / group;
-  for (Index g = 0; g < groups; ++g) {
-    const Index begin = g * group, end = begin + group;
-    __m512i acc[MR][NR];
-    for (int i = 0; i < MR; ++i)
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_si512();
-    for (Index k = begin; k < end; k += 64) {
-      __m512i n[NR];
-      for (int j = 0; j < NR; ++j) n[j] = unpack_int4_pair(rows[j] + k / 2);
-      for (int i = 0; i < MR; ++i) {
-        const __m512i q = _mm512_loadu_si512(a.q(i0 + i) + k);
-        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], n[j], q);
-      }
-    }
-    for (int i = 0; i < MR; ++i)
-      for (int j = 0; j < NR; ++j)
-        dots[(i * NR + j) * groups + g] = horizontal_sum(acc[i][j]) - 8 * a.sums(i0 + i)[g];
-  }
-}
-
-struct Buffers {
-  std::vector<std::int32_t> dots;
-  std::vector<float> weight_scales;
-};
-
-template <int MR, int NR>
-ORDO_VNNI void tile(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index panel, float* y,
-                    Index y_stride, Index first, Buffers& buffers) {
-  const Index groups = w.groups_per_row();
-  std::int32_t* dots = buffers.dots.data();
-  if (w.format() == WeightFormat::Int8) {
-    const std::int8_t* rows[NR];
-    for (int j = 0; j < NR; ++j) rows[j] = row_of<std::int8_t>(w, r + j);
-    tile_int8<MR, NR>(a, i0, rows, w.cols(), w.group(), dots);
-  } else {
-    const std::uint8_t* rows[NR];
-    for (int j = 0; j < NR; ++j) rows[j] = row_of<std::uint8_t>(w, r + j);
-    tile_int4<MR, NR>(a, i0, rows, w.cols(), w.group(), dots);
-  }
+  __m512i acc[MR][NR], weight_sum[NR];
   for (int j = 0; j < NR; ++j) {
-    const float* scales = buffers.weight_scales.data() + (r + j - panel) * groups;
-    for (int i = 0; i < MR; ++i)
-      y[(i0 + i) * y_stride + (r + j - first)] = combine_avx2(dots + (i * NR + j) * groups, a.scales(i0 + i), scales, groups);
+    weight_sum[j] = _mm512_setzero_si512();
+    for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_setzero_si512();
+  }
+  const auto chunk = [&](Index k, __mmask64 in) ORDO_VNNI_LAMBDA {
+    __m512i v[NR];
+    for (int j = 0; j < NR; ++j) {
+      // Whole chunks take plain loads: masked ones kept the hardware prefetcher from
+      // streaming the matrix (3x slower from memory).
+      v[j] = in == ~__mmask64{0} ? _mm512_loadu_si512(rows[j] + k) : _mm512_maskz_loadu_epi8(in, rows[j] + k);
+      weight_sum[j] = _mm512_dpbusd_epi32(weight_sum[j], ones, v[j]);
+      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + k + kAhead), _MM_HINT_T0);
+    }
+    for (int i = 0; i < MR; ++i) {
+      const __m512i q = _mm512_loadu_si512(a.q_unsigned(i0 + i) + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], q, v[j]);
+    }
+  };
+  Index k = begin;
+  for (; k + 64 <= end; k += 64) chunk(k, ~__mmask64{0});
+  if (k < end) chunk(k, (__mmask64{1} << (end - k)) - 1);
+  for (int j = 0; j < NR; ++j) {
+    const __m512i offset = _mm512_slli_epi32(weight_sum[j], 7);
+    for (int i = 0; i < MR; ++i) p[i][j] = fold(_mm512_sub_epi32(acc[i][j], offset));
   }
 }
 
-// MR activation rows (from i0) against the weight rows [panel, end), four at a time.
+// int4, a group of a multiple of 64: the nibbles n are the unsigned operand, q the
+// signed one, and P = lanes of n q minus 8 (sum of q) per lane.
+template <int MR, int NR>
+ORDO_VNNI void group_int4(const QuantizedActivations& a, Index i0, const std::uint8_t* const (&rows)[NR], Index g,
+                          Index begin, Index end, __m256i (&p)[MR][NR]) {
+  __m512i acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_si512();
+  for (Index k = begin; k < end; k += 64) {
+    __m512i n[NR];
+    for (int j = 0; j < NR; ++j) n[j] = unpack_int4_pair(rows[j] + k / 2);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i q = _mm512_loadu_si512(a.q(i0 + i) + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], n[j], q);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    const __m256i offsets = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.nibble_offsets(i0 + i) + g * 8));
+    for (int j = 0; j < NR; ++j) p[i][j] = _mm256_sub_epi32(fold(acc[i][j]), offsets);
+  }
+}
+
+// MR activation rows (from i0) times NR weight rows (from r), one group at a time.
+template <int MR, int NR>
+ORDO_VNNI void tile_by_group(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index first,
+                             float* y, Index y_stride) {
+  const std::int8_t* int8_rows[NR];
+  const std::uint8_t* int4_rows[NR];
+  for (int j = 0; j < NR; ++j) {
+    int8_rows[j] = row_of<std::int8_t>(w, r + j);
+    int4_rows[j] = row_of<std::uint8_t>(w, r + j);
+  }
+  __m256 t[MR][NR][2];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) t[i][j][0] = t[i][j][1] = _mm256_setzero_ps();
+  for (Index g = 0; g < a.groups(); ++g) {
+    const Index begin = g * a.group(), end = begin + a.group();
+    __m256i p[MR][NR];
+    if (w.format() == WeightFormat::Int8)
+      group_int8<MR, NR>(a, i0, int8_rows, begin, end, p);
+    else
+      group_int4<MR, NR>(a, i0, int4_rows, g, begin, end, p);
+    for (int j = 0; j < NR; ++j) {
+      const float scale = weight_scale(w, r + j, g);
+      for (int i = 0; i < MR; ++i) {
+        const __m256 c = _mm256_set1_ps(a.scales(i0 + i)[g] * scale);
+        t[i][j][g % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[i][j]), c, t[i][j][g % 2]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) y[(i0 + i) * y_stride + (r + j - first)] = final_sum(t[i][j][0], t[i][j][1]);
+}
+
+// int4 in groups of 32, rows of a multiple of 64: each 64 bytes are groups g (lanes 0-7)
+// and g + 1 (lanes 8-15), g even, and the definition's two chains of totals (even and
+// odd groups) are the two halves of one 16-lane vector.
+template <int MR, int NR>
+ORDO_VNNI void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index first,
+                               float* y, Index y_stride) {
+  const std::uint8_t* rows[NR];
+  const std::uint16_t* scales[NR];
+  for (int j = 0; j < NR; ++j) {
+    rows[j] = row_of<std::uint8_t>(w, r + j);
+    scales[j] = reinterpret_cast<const std::uint16_t*>(static_cast<const std::byte*>(w.scales()) +
+                                                        static_cast<std::size_t>(r + j) * w.row_scale_bytes());
+  }
+  // Lanes 0-7 take the first of two converted scales, lanes 8-15 the second.
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 t[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) t[i][j] = _mm512_setzero_ps();
+  for (Index k = 0; k < a.cols(); k += 64) {
+    const Index g = k / 32;
+    __m512i n[NR];
+    __m512 weight_scales[NR];
+    for (int j = 0; j < NR; ++j) {
+      n[j] = unpack_int4_pair(rows[j] + k / 2);
+      std::uint32_t pair;
+      __builtin_memcpy(&pair, scales[j] + g, sizeof pair);
+      const __m256 two = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(pair))));
+      weight_scales[j] = _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(two));
+    }
+    for (int i = 0; i < MR; ++i) {
+      const __m512i q = _mm512_loadu_si512(a.q(i0 + i) + k);
+      const __m512i offsets = _mm512_loadu_si512(a.nibble_offsets(i0 + i) + g * 8);
+      const __m512 activation_scales = _mm512_loadu_ps(a.lane_scales(i0 + i) + g * 8);
+      for (int j = 0; j < NR; ++j) {
+        const __m512i lanes = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), n[j], q), offsets);
+        const __m512 c = _mm512_mul_ps(activation_scales, weight_scales[j]);
+        t[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), c, t[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j)
+      y[(i0 + i) * y_stride + (r + j - first)] =
+          final_sum(_mm512_castps512_ps256(t[i][j]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t[i][j]), 1)));
+}
+
+template <int MR, int NR>
+ORDO_VNNI void tile(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index first, float* y,
+                    Index y_stride) {
+  if (w.format() == WeightFormat::Int4 && int4_pairs(w)) return tile_int4_pairs<MR, NR>(a, w, i0, r, first, y, y_stride);
+  tile_by_group<MR, NR>(a, w, i0, r, first, y, y_stride);
+}
+
+// MR activation rows (from i0) against the weight rows [panel, end), NR at a time.
 template <int MR>
-ORDO_VNNI void tile_row(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index panel, Index end, float* y,
-                        Index y_stride, Index first, Buffers& buffers) {
+ORDO_VNNI void tile_row(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index panel, Index end,
+                        Index first, float* y, Index y_stride) {
   constexpr int NR = 4;
   Index r = panel;
-  for (; r + NR <= end; r += NR) tile<MR, NR>(a, w, i0, r, panel, y, y_stride, first, buffers);
-  for (; r < end; ++r) tile<MR, 1>(a, w, i0, r, panel, y, y_stride, first, buffers);
-}
-
-// A panel of weight rows (in L2) meets every tile of MR activation rows (in L1).
-template <int MR>
-ORDO_VNNI void panels(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
-                      Index y_stride, Buffers& buffers) {
-  constexpr Index kPanel = 64;
-  const Index groups = w.groups_per_row();
-  for (Index panel = first; panel < first + count; panel += kPanel) {
-    const Index end = std::min(first + count, panel + kPanel);
-    for (Index r = panel; r < end; ++r) weight_scales(w, r, buffers.weight_scales.data() + (r - panel) * groups);
-    Index i0 = 0;
-    for (; i0 + MR <= a.rows(); i0 += MR) tile_row<MR>(a, w, i0, panel, end, y, y_stride, first, buffers);
-    for (; i0 < a.rows(); ++i0) tile_row<1>(a, w, i0, panel, end, y, y_stride, first, buffers);
-  }
+  for (; r + NR <= end; r += NR) tile<MR, NR>(a, w, i0, r, first, y, y_stride);
+  for (; r < end; ++r) tile<MR, 1>(a, w, i0, r, first, y, y_stride);
 }
 
 }  // namespace
 
+// A panel of weight rows (in L2) meets every tile of activation rows (in L1).
 ORDO_VNNI void integer_product(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count,
                                float* y, Index y_stride) {
-  thread_local Buffers buffers;
-  const auto groups = static_cast<std::size_t>(w.groups_per_row());
-  if (buffers.dots.size() < 4 * 4 * groups) buffers.dots.resize(4 * 4 * groups);
-  if (buffers.weight_scales.size() < 64 * groups) buffers.weight_scales.resize(64 * groups);
-  panels<4>(a, w, first, count, y, y_stride, buffers);
+  constexpr Index kPanel = 64;
+  constexpr int MR = 4;
+  for (Index panel = first; panel < first + count; panel += kPanel) {
+    const Index end = std::min(first + count, panel + kPanel);
+    Index i0 = 0;
+    for (; i0 + MR <= a.rows(); i0 += MR) tile_row<MR>(a, w, i0, panel, end, first, y, y_stride);
+    for (; i0 < a.rows(); ++i0) tile_row<1>(a, w, i0, panel, end, first, y, y_stride);
+  }
 }
 
 #endif

@@ -1,8 +1,9 @@
 // The AVX-512 VNNI kernels of engine/integer_product.h: vpdpbusd multiplies 64 unsigned
-// bytes by 64 signed bytes and adds each four adjacent products into sixteen 32-bit
-// sums, one instruction where AVX2 needs three for half the bytes. Integer sums are
-// exact and the float steps are the shared definition's, so these kernels give the
-// portable and AVX2 paths' numbers bit for bit.
+// bytes by 64 signed ones and adds each four adjacent products into sixteen 32-bit
+// lanes, one instruction where AVX2 needs three for half the bytes. Lanes 0-7 and 8-15
+// hold the definition's lanes of the two runs of 32 in the 64 bytes, so integer sums
+// are exact and the float steps are the definition's: these kernels give the portable
+// and AVX2 paths' numbers bit for bit.
 #pragma once
 
 #include "engine/weight_matrix.h"
@@ -13,8 +14,9 @@ class QuantizedActivations;
 
 namespace ordo::kernels::avx512 {
 
-// Whether this CPU has the instructions (AVX-512 F, BW, VL and VNNI) and w's groups are
-// whole units of 64 weights (or one group a row, for int8): the rest run on AVX2.
+// Whether this CPU has the instructions (AVX-512 F, BW, VL and VNNI) and w's groups fit
+// them: int8 with one scale a row or groups of a multiple of 64; int4 with groups of a
+// multiple of 64, or of 32 in rows of a multiple of 64 (the rest run on AVX2).
 bool integer_product_takes(const WeightMatrix& w);
 
 #if defined(__x86_64__)

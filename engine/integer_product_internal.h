@@ -1,20 +1,33 @@
 // What engine/integer_product.cpp's AVX2 path and engine/integer_product_avx512.cpp
-// share: the steps after the integer dots, which must be the same instructions on every
-// path for the numbers to be.
+// share: the last of the definition's float steps, which must be the same instructions
+// on every path for the numbers to be.
 #pragma once
 
 #include <cstdint>
 
 #include "engine/weight_matrix.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace ordo::kernels::integer_detail {
 
-// Row r's weight scales as float32 (int4's are F16: the conversion is exact).
-void weight_scales(const WeightMatrix& w, Index r, float* out);
+// Where lane l of group g sits in a run of 32: weights 4l..4l+3 (engine/integer_product.h).
+inline int lane_of(Index k_in_group) { return static_cast<int>(k_in_group % 32 / 4); }
 
-// The definition's float steps (engine/integer_product.h) on the dots of one activation
-// row and one weight row, eight groups an instruction. Needs AVX2 and FMA: call it from
-// those paths only.
-float combine_avx2(const std::int32_t* dots, const float* scales, const float* weight_scales, Index groups);
+// Group g's weight scale of row r as float32 (int4's are F16: the conversion is exact).
+float weight_scale(const WeightMatrix& w, Index r, Index g);
+
+#if defined(__x86_64__)
+// u = t0 + t1, then ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7)).
+__attribute__((target("avx2,fma"))) inline float final_sum(__m256 t0, __m256 t1) {
+  const __m256 u = _mm256_add_ps(t0, t1);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
+  return _mm_cvtss_f32(s);
+}
+#endif
 
 }  // namespace ordo::kernels::integer_detail

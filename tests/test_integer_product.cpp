@@ -59,7 +59,7 @@ EncodedMatrix encoded(const Case& c, Index rows, unsigned seed) {
 }
 
 // The definition of engine/integer_product.h, written again from its text: nearbyint for
-// the rounding, 64-bit integer sums, the float steps one group at a time.
+// the rounding, 64-bit integer lane sums, the float steps one lane at a time.
 std::vector<float> by_definition(const std::vector<float>& x, Index m, const WeightMatrix& w) {
   const Index cols = w.cols(), group = w.group(), groups = cols / group;
   std::vector<float> dequantized(static_cast<std::size_t>(w.rows() * cols));
@@ -81,21 +81,24 @@ std::vector<float> by_definition(const std::vector<float>& x, Index m, const Wei
         q[k] = zero ? 0 : std::lround(std::nearbyint(x[i * cols + k] * (127.0f / amax)));
     }
     for (Index r = 0; r < w.rows(); ++r) {
-      float t[8] = {};
+      float t[2][8] = {};
       for (Index g = 0; g < groups; ++g) {
-        // The weight's integer is its dequantized value over its stored scale, exactly.
-        long dot = 0;
-        float weight_scale = 0.0f;
-        weight_scale = [&] {
+        const float weight_scale = [&] {
           const auto* bytes = static_cast<const std::byte*>(w.scales()) + static_cast<std::size_t>(r) * w.row_scale_bytes();
           if (w.format() == WeightFormat::Int8) return reinterpret_cast<const float*>(bytes)[g];
           return half_to_float(reinterpret_cast<const std::uint16_t*>(bytes)[g]);
         }();
+        // The weight's integer is its dequantized value over its stored scale, exactly.
+        long lanes[8] = {};
         for (Index k = g * group; k < (g + 1) * group; ++k)
-          dot += q[k] * std::lround(dequantized[static_cast<std::size_t>(r * cols + k)] / weight_scale);
-        t[g % 8] = std::fma(static_cast<float>(dot), s[g] * weight_scale, t[g % 8]);
+          lanes[(k - g * group) % 32 / 4] +=
+              q[k] * std::lround(dequantized[static_cast<std::size_t>(r * cols + k)] / weight_scale);
+        for (int l = 0; l < 8; ++l)
+          t[g % 2][l] = std::fma(static_cast<float>(lanes[l]), s[g] * weight_scale, t[g % 2][l]);
       }
-      y[static_cast<std::size_t>(i * w.rows() + r)] = ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+      float u[8];
+      for (int l = 0; l < 8; ++l) u[l] = t[0][l] + t[1][l];
+      y[static_cast<std::size_t>(i * w.rows() + r)] = ((u[0] + u[4]) + (u[2] + u[6])) + ((u[1] + u[5]) + (u[3] + u[7]));
     }
   }
   return y;
@@ -234,7 +237,9 @@ TEST(IntegerProduct, ActivationsQuantizeAsTheDefinitionSays) {
   const std::vector<int> want = {2, -127, 4, 0, 0, 127, 1, 100};
   for (Index k = 0; k < 8; ++k) EXPECT_EQ(a.q(0)[k], want[static_cast<std::size_t>(k)]) << k;
   for (Index k = 8; k < 64; ++k) EXPECT_EQ(a.q(0)[k], 0) << "padding " << k;
-  EXPECT_EQ(a.sums(0)[0], 2 - 127 + 4 + 127 + 1 + 100);
+  // lanes of four: {2, -127, 4, 0} and {0, 127, 1, 100}, times 8
+  EXPECT_EQ(a.nibble_offsets(0)[0], 8 * (2 - 127 + 4));
+  EXPECT_EQ(a.nibble_offsets(0)[1], 8 * (127 + 1 + 100));
   EXPECT_EQ(a.q_unsigned(0)[1], 1);
 }
 
