@@ -149,7 +149,10 @@ std::string WeightStore::matrix_formats() const {
     if (!m.empty()) {
       std::string text(weight_format_name(m.format()));
       if (m.format() == WeightFormat::Int8 || m.format() == WeightFormat::Int4)
-        text += m.group() == m.cols() ? " (a scale per row)" : " (groups of " + std::to_string(m.group()) + ")";
+        // int4 says its groups even when one spans a row: its rows differ in width, its groups do not.
+        text += m.format() == WeightFormat::Int8 && m.group() == m.cols()
+                    ? " (a scale per row)"
+                    : " (groups of " + std::to_string(m.group()) + ")";
       ++formats[text];
     }
   // One format: its name. Several (an int4 model's int8 fallbacks, say): how many of each.
