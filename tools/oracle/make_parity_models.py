@@ -107,12 +107,12 @@ the same search with a beam's decoder input = prompt + prefix, eos = any eos id,
 hypothesis ids = the generated tokens only. Margins, redraws and the re-load check as
 above.
 
-QUANTIZED MODELS. index.json also lists "quantized_models": [names] (22; in no other
+QUANTIZED MODELS. index.json also lists "quantized_models": [names] (23; in no other
 list) and "dequantized_twins": {"<name>-dequantized": name}: ordo's encoder-decoders
 with every position scheme (quantized_ordo_specs), decoder-only ordo and LLaMA models
 (quantized_generation_specs), Marian, NLLB and T5 models (QUANTIZED_MARIAN,
 QUANTIZED_M2M100, QUANTIZED_T5), each int8 (a scale a row, or groups of 8) or int4
-(groups of 32; every width a multiple of 32). The random model is made to hold its
+(groups of 32; every width a multiple of 32 but q4-llama-kv2-mixed's 48, int8 inside). The random model is made to hold its
 dequantized weights (quantization.quantize_weights_) before its cases are drawn, saved
 as F32 (kept as the twin: fl32 of each q x scale), then rewritten quantized
 (quantize_model_dir); the references are computed from the quantized files as re-loaded
