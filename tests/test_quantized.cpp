@@ -626,7 +626,8 @@ TEST(Quantized, AMixedInt4DirectoryIsHeldToItsRule) {
     const auto r = run_ordo("score --model " + shell_quote(dir.string()) + " --source-ids 3,4,1 --target-ids 5,1");
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    for (const std::string& says : c.says) EXPECT_NE(r.err.find(says), std::string::npos) << "'" << says << "' in " << r.err;
+    for (const std::string& says : c.says)
+      EXPECT_NE(r.err.find(says), std::string::npos) << "'" << says << "' in " << r.err;
     fs::remove_all(dir.parent_path());
   }
   fs::remove_all(random.parent_path());

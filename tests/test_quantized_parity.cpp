@@ -100,11 +100,12 @@ TEST(QuantizedParity, OracleCoversEveryFamilySchemeAndFormat) {
     const std::string formats = model->weights().matrix_formats();
     EXPECT_NE(formats.find(q.at("type").get<std::string>()), std::string::npos) << formats;
     // An int4 directory with int8 fallbacks (a width int4 cannot pack) beside its int4 matrices.
-    if (format == "int4 groups" && formats.find("int8 (a scale per row)") != std::string::npos) kinds.insert("int4 mixed");
+    if (format == "int4 groups" && formats.find("int8 (a scale per row)") != std::string::npos)
+      kinds.insert("int4 mixed");
   }
-  for (const char* want : {"int8 rows", "int8 groups", "int4 groups", "int4 mixed", "ordo", "ordo decoder-only", "llama decoder-only",
-                           "marian", "t5", "m2m_100", "sinusoidal", "learned", "rope", "alibi", "t5_relative", "none",
-                           "sharded"})
+  for (const char* want : {"int8 rows", "int8 groups", "int4 groups", "int4 mixed", "ordo", "ordo decoder-only",
+                           "llama decoder-only", "marian", "t5", "m2m_100", "sinusoidal", "learned", "rope", "alibi",
+                           "t5_relative", "none", "sharded"})
     EXPECT_TRUE(kinds.contains(want)) << "no quantized oracle model covers " << want;
 }
 
