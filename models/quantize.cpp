@@ -12,16 +12,17 @@ namespace ordo {
 
 namespace {
 
-// Checks that a matrix of width `cols` takes `target`, and returns the weights per scale.
-Index checked_group(const Quantization& target, Index cols, const std::string& name) {
-  const Index group = target.group_for(cols);
-  const std::string width = "its rows have " + std::to_string(cols) + " weights";
-  if (target.type == WeightFormat::Int4 && cols % kInt4Run != 0)
-    throw Error(name, "cannot be int4: int4 packs runs of 32 weights and " + width,
-                "use int8 (or f16/bf16) for this model");
+// Checks that a matrix of width `cols` takes `stored` (already the format it is stored
+// as: Quantization::stored_as), and returns the weights per scale.
+Index checked_group(const Quantization& stored, Index cols, const std::string& name) {
+  const Index group = stored.group_for(cols);
+  if (stored.type == WeightFormat::Int4 && group % kInt4Run != 0)
+    throw Error(name, "cannot be int4 in groups of " + std::to_string(group) + ": int4 packs runs of 32 weights",
+                "choose a --group-size that is a multiple of 32");
   if (group <= 0 || cols % group != 0)
-    throw Error(name, "cannot be " + std::string(weight_format_name(target.type)) + " in groups of " +
-                          std::to_string(group) + ": " + width + ", not a multiple of it",
+    throw Error(name, "cannot be " + std::string(weight_format_name(stored.type)) + " in groups of " +
+                          std::to_string(group) + ": its rows have " + std::to_string(cols) +
+                          " weights, not a multiple of it",
                 "choose a --group-size that divides every width (0: one scale per row, int8 only)");
   return group;
 }
@@ -107,13 +108,15 @@ Shape EncodedMatrix::scales_shape() const {
 }
 
 EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name) {
+  // int4 on a width its groups do not divide is int8 with a scale per row (stored_as).
+  const Quantization stored = target.stored_as(w.cols());
   EncodedMatrix out;
-  out.format = target.type;
+  out.format = stored.type;
   out.rows = w.rows();
   out.cols = w.cols();
   const auto rows = static_cast<std::size_t>(w.rows());
   const auto cols = static_cast<std::size_t>(w.cols());
-  if (target.enabled()) out.group = checked_group(target, w.cols(), name);
+  if (stored.enabled()) out.group = checked_group(stored, w.cols(), name);
   std::vector<float> row(cols);
   const auto each_row = [&](auto&& encode) {
     for (Index r = 0; r < w.rows(); ++r) {
@@ -121,7 +124,7 @@ EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, c
       encode(r, row.data());
     }
   };
-  switch (target.type) {
+  switch (stored.type) {
     case WeightFormat::F32:
       out.values.resize(rows * cols * 4);
       each_row([&](Index r, const float* in) {
@@ -132,7 +135,7 @@ EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, c
     case WeightFormat::BF16: {
       out.values.resize(rows * cols * 2);
       auto* values = reinterpret_cast<std::uint16_t*>(out.values.data());
-      const bool f16 = target.type == WeightFormat::F16;
+      const bool f16 = stored.type == WeightFormat::F16;
       each_row([&](Index r, const float* in) {
         for (std::size_t k = 0; k < cols; ++k) {
           const std::uint16_t v = f16 ? float_to_half(in[k]) : float_to_bfloat16(in[k]);

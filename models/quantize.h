@@ -2,7 +2,8 @@
 // with their scales. `ordo quantize` writes what this makes, and --compute-type makes
 // it at load, so the two give bit-identical weights.
 //
-// Symmetric, per group of a row (the whole row when the group is 0 for int8):
+// Symmetric, per group of a row (the whole row when the group is 0 for int8; int4
+// falls back to that int8 on a width its group does not divide):
 //   int8  scale = max|w| / 127 (F32), q = round(w / scale) in [-127, 127]
 //   int4  scale = max|w| / 7 rounded to F16, q = round(w / scale) in [-8, 7]
 // rounding half to even; an all-zero group gets scale 1 (any positive scale is exact).
@@ -40,9 +41,11 @@ struct EncodedMatrix {
 std::string scale_tensor_name(const std::string& weight_name);
 
 // `w` (any format) as `target` says: its type (F32, F16, BF16, Int8, Int4) and group
-// size (0: int8's per-row scale). Throws Error naming `name` and the rule when the
-// matrix cannot take the format: an int4 row width or group that is not a multiple of
-// 32, a group that does not divide the width, a value beyond F16's range.
+// size (0: int8's per-row scale), except that int4 on a width its group size does not
+// divide gives int8 with a scale per row (Quantization::stored_as; the result's
+// `format` says which). Throws Error naming `name` and the rule when the matrix cannot
+// take the format: an int4 group that is not a multiple of 32, an int8 group that does
+// not divide the width, a value beyond F16's range (an int4 scale or an F16 weight).
 EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name);
 
 }  // namespace ordo

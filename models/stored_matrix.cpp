@@ -79,6 +79,31 @@ Index checked_group(const StoredTensor& values, const Quantization& q, Index col
   return group;
 }
 
+// An I8 weight needs an int8 model, or an int4 one whose groups do not divide its width
+// (Quantization::stored_as): int4 then cannot pack it and ordo quantize writes int8. An
+// I8 weight that int4 could hold is refused, so that an int4 directory is exactly what
+// ordo quantize --type int4 writes (and --compute-type int4 converts to), and a config
+// from another checkpoint is caught rather than run.
+void require_int8_allowed(const StoredTensor& values, const Quantization& q, Index cols) {
+  if (q.type != WeightFormat::Int4 || q.stored_as(cols).type == WeightFormat::Int8) return;
+  throw Error(where(values), "is I8 (int8) in an int4 model, but its rows of " + std::to_string(cols) +
+                                 " weights are a multiple of quantization.group_size=" + std::to_string(q.group_size) +
+                                 ", so int4 holds them; an int4 model stores a matrix as int8 only when group_size "
+                                 "does not divide its width",
+              "config.json and the weights must agree; ordo quantize writes both");
+}
+
+// A U8 (int4) weight needs whole groups: a width that group_size does not divide is
+// int8 with a scale per row in an int4 model.
+void require_int4_width(const StoredTensor& values, const Quantization& q, Index cols) {
+  if (q.stored_as(cols).type == WeightFormat::Int4) return;
+  throw Error(where(values), "is int4, but its rows have " + std::to_string(cols) +
+                                 " weights, not a multiple of quantization.group_size=" + std::to_string(q.group_size) +
+                                 " (int4 groups are whole runs of 32); an int4 model stores such a matrix as int8 "
+                                 "with a scale per row",
+              "config.json does not belong to these weights, or the file was not written by ordo quantize");
+}
+
 void require_quantization(const StoredTensor& values, const Quantization& q, WeightFormat format) {
   if (q.type != format)
     throw Error(where(values), "has dtype " + std::string(dtype_name(values.info->dtype)) + " (" +
@@ -110,17 +135,17 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       return WeightMatrix::half(dtype == DType::F16 ? WeightFormat::F16 : WeightFormat::BF16, data, rows, cols);
     }
     case DType::I8: {
-      require_quantization(values, quantization, WeightFormat::Int8);
+      require_int8_allowed(values, quantization, cols);
+      const Quantization stored = quantization.stored_as(cols);  // int4's fallback: int8, a scale per row
+      require_quantization(values, stored, WeightFormat::Int8);
       check_shape(values, spec.shape, spec.shape_meaning + " (int8)");
-      const Index group = checked_group(values, quantization, cols);
+      const Index group = checked_group(values, stored, cols);
       const float* s = checked_scales<float>(values, scales, DType::F32, spec, group, copies);
       return WeightMatrix::int8(reinterpret_cast<const std::int8_t*>(values.info->bytes.data()), s, rows, cols, group);
     }
     case DType::U8: {
       require_quantization(values, quantization, WeightFormat::Int4);
-      if (cols % kInt4Run != 0)
-        throw Error(where(values), "is int4, but its rows have " + std::to_string(cols) + " weights, not a multiple of 32",
-                    "int4 packs runs of 32 weights; this model cannot be int4");
+      require_int4_width(values, quantization, cols);
       // Built with append: g++ 12's -Wrestrict misfires on "[" + std::string (GCC bug 105329).
       std::string meaning = to_string(Shape{rows, cols / 2});
       meaning.append(" (int4: two weights a byte of ").append(spec.shape_meaning).append(")");

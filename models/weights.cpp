@@ -127,8 +127,10 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
 WeightMatrix WeightStore::run_as(WeightMatrix matrix, const ModelConfig& config, const std::string& name) {
   if (!config.compute_type || matrix.empty()) return matrix;
   const Quantization& target = *config.compute_type;
-  const Index group = target.enabled() ? target.group_for(matrix.cols()) : 0;
-  if (matrix.format() == target.type && (!target.enabled() || matrix.group() == group)) return matrix;
+  // What encode_matrix would make of it (int4's int8 fallback included): kept as stored when it is that.
+  const Quantization stored = target.stored_as(matrix.cols());
+  const Index group = stored.enabled() ? stored.group_for(matrix.cols()) : 0;
+  if (matrix.format() == stored.type && (!stored.enabled() || matrix.group() == group)) return matrix;
   encoded_.push_back(encode_matrix(matrix, target, source_ + ": tensor '" + name + "'"));
   return encoded_.back().view();
 }
@@ -147,11 +149,18 @@ std::string WeightStore::matrix_formats() const {
     if (!m.empty()) {
       std::string text(weight_format_name(m.format()));
       if (m.format() == WeightFormat::Int8 || m.format() == WeightFormat::Int4)
-        text += m.group() == m.cols() ? " (a scale per row)" : " (groups of " + std::to_string(m.group()) + ")";
+        // int4 says its groups even when one spans a row: its rows differ in width, its groups do not.
+        text += m.format() == WeightFormat::Int8 && m.group() == m.cols()
+                    ? " (a scale per row)"
+                    : " (groups of " + std::to_string(m.group()) + ")";
       ++formats[text];
     }
+  // One format: its name. Several (an int4 model's int8 fallbacks, say): how many of each.
   std::string all;
-  for (const auto& [text, _] : formats) all += (all.empty() ? "" : " and ") + text;
+  for (const auto& [text, count] : formats) {
+    all += (all.empty() ? "" : " and ") + text;
+    if (formats.size() > 1) all += ": " + std::to_string(count) + (count == 1 ? " matrix" : " matrices");
+  }
   return all;
 }
 

@@ -39,7 +39,9 @@ class WeightStore {
   // A weight matrix of the name table (TensorSpec::matrix) in the format it runs in.
   // Optional ones the file lacks come back empty().
   WeightMatrix matrix(const std::string& name) const;
-  // What the matrices run as: "f32", "f16", "int8, one scale per row", "f16 and f32"...
+  // What the matrices run as: "f32", "int8 (a scale per row)", and with several formats
+  // how many of each: "int4 (groups of 32): 15 matrices and int8 (a scale per row): 7
+  // matrices" (int4's int8 fallback, Quantization::stored_as).
   std::string matrix_formats() const;
   // The bytes the weight matrices hold as they run (values and scales).
   std::size_t matrix_bytes() const;

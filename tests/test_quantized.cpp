@@ -207,14 +207,43 @@ TEST(Quantized, AMatrixThatCannotTakeTheFormatIsNamed) {
   const auto message = [&](Quantization q) {
     return reference::error_message([&] { encode_matrix(TensorView(w.data(), {4, 48}), q, "layer.weight"); });
   };
-  EXPECT_NE(message({WeightFormat::Int4, 32}).find("layer.weight"), std::string::npos);
-  EXPECT_NE(message({WeightFormat::Int4, 32}).find("runs of 32"), std::string::npos);
+  EXPECT_NE(message({WeightFormat::Int4, 48}).find("layer.weight"), std::string::npos);
+  EXPECT_NE(message({WeightFormat::Int4, 48}).find("runs of 32"), std::string::npos);
   EXPECT_NE(message({WeightFormat::Int8, 7}).find("groups of 7"), std::string::npos);
   std::vector<float> big(32, 1e6f);
   EXPECT_NE(reference::error_message([&] {
               encode_matrix(TensorView(big.data(), {1, 32}), {WeightFormat::F16, 0}, "big.weight");
             }).find("beyond F16's range"),
             std::string::npos);
+}
+
+// int4 on a width its group does not divide (48 in groups of 32; 96 in groups of 64,
+// though a multiple of 32) is int8 with a scale per row: byte for byte what int8 writes.
+// A width the group divides stays int4.
+TEST(Quantized, Int4ThatCannotPackAWidthWritesInt8WithAScalePerRow) {
+  for (const auto& [cols, group] : {std::pair<Index, Index>{48, 32}, {344, 32}, {96, 64}, {40, 128}}) {
+    SCOPED_TRACE(std::to_string(cols) + " in groups of " + std::to_string(group));
+    const std::vector<float> w = random_values(5 * cols, 3);
+    const TensorView view(w.data(), {5, cols});
+    const Quantization int4{WeightFormat::Int4, group};
+    EXPECT_EQ(int4.stored_as(cols).type, WeightFormat::Int8);
+    EXPECT_EQ(int4.stored_as(cols).group_size, 0);
+    const EncodedMatrix fallback = encode_matrix(view, int4, "m");
+    const EncodedMatrix int8 = encode_matrix(view, {WeightFormat::Int8, 0}, "m");
+    EXPECT_EQ(fallback.format, WeightFormat::Int8);
+    EXPECT_EQ(fallback.group, cols);
+    EXPECT_EQ(fallback.values_dtype(), DType::I8);
+    EXPECT_EQ(fallback.scales_dtype(), DType::F32);
+    EXPECT_EQ(fallback.scales_shape(), (Shape{5}));
+    EXPECT_EQ(fallback.values, int8.values);
+    EXPECT_EQ(fallback.scales, int8.scales);
+  }
+  const std::vector<float> w = random_values(5 * 128, 4);
+  for (const Index group : {Index{32}, Index{64}, Index{128}}) {
+    const EncodedMatrix e = encode_matrix(TensorView(w.data(), {5, 128}), {WeightFormat::Int4, group}, "m");
+    EXPECT_EQ(e.format, WeightFormat::Int4) << group;
+    EXPECT_EQ(e.scales_shape(), (Shape{5, 128 / group})) << group;
+  }
 }
 
 // ---- Whole models, through the command line.
@@ -249,6 +278,102 @@ TEST(Quantized, AQuantizedDirectoryRunsAsTheComputeTypeDoes) {
   fs::remove_all(dir);
 }
 
+// A random model with widths int4 packs (d_model 64) beside ones it cannot in groups of
+// 32 (the encoder's feed-forward, 40) or 64 (also the decoder's, 96).
+nlohmann::json mixed_width_config() {
+  nlohmann::json config = testing_support::tiny_config();
+  config["d_model"] = 64;
+  config["encoder_ffn_dim"] = 40;
+  config["decoder_ffn_dim"] = 96;
+  return config;
+}
+
+// A model with widths int4 cannot pack beside ones it can: ordo quantize --type int4
+// writes int8 with a scale per row for the first and int4 for the rest, the directory
+// runs exactly as --compute-type int4 converts the original (bit for bit, as printed),
+// and quantize and inspect count the fallbacks. german-llama (its feed-forward's output
+// projection is 344 wide: 3 of its 22 matrices) and a random model in groups of 32 and
+// of 64 (where 96, a multiple of 32, falls back too).
+TEST(Quantized, AMixedInt4DirectoryRunsAsTheComputeTypeDoes) {
+  const fs::path dir = temp_dir("quantize-mixed");
+  const fs::path random = dir / "random";
+  testing_support::write_random_model(random, mixed_width_config());
+  struct Mixed {
+    fs::path model;
+    int group;
+    std::vector<std::string> runs;  // commands, each run on both directories
+    int fallbacks;
+  };
+  const std::string ids = " --source-ids 3,4,5,6,1 --target-ids 7,8,9,1";
+  const std::vector<Mixed> cases = {
+      {kWeights / "german-llama", 32,
+       {"generate --json --beam 3 'Der Hund'", "score --json --target 'Die Katze schläft.'"}, 3},
+      {random, 32, {"score --json" + ids, "translate --json --beam 2 --source-ids 3,4,5,6,1"}, 2},
+      {random, 64, {}, 4},  // the commands take no group size: compared through the library below
+  };
+  for (const Mixed& c : cases) {
+    const std::string group = std::to_string(c.group);
+    SCOPED_TRACE(c.model.string() + " in groups of " + group);
+    const fs::path out = dir / ("int4-" + c.model.filename().string() + "-" + group);
+    const auto written = run_ordo("quantize --json --model " + shell_quote(c.model.string()) + " --out " +
+                                  shell_quote(out.string()) + " --type int4 --group-size " + group);
+    ASSERT_EQ(written.exit_code, 0) << written.err;
+    const auto report = nlohmann::json::parse(written.out);
+    EXPECT_EQ(report["int8_fallbacks"], c.fallbacks);
+    const int matrices = report["matrices"];
+    // The directory holds both: U8 and I8 weights under one int4 config.
+    const SafetensorsFile file = SafetensorsFile::open(out / "model.safetensors");
+    int i8 = 0, u8 = 0;
+    for (const TensorInfo& t : file.tensors()) {
+      i8 += t.dtype == DType::I8;
+      u8 += t.dtype == DType::U8;
+    }
+    EXPECT_EQ(i8, c.fallbacks);
+    EXPECT_EQ(u8, matrices - c.fallbacks);
+    std::ifstream config_file(out / "config.json");
+    EXPECT_EQ(nlohmann::json::parse(config_file)["quantization"],
+              (nlohmann::json{{"type", "int4"}, {"group_size", c.group}}));
+    for (const std::string& command : c.runs) {
+      SCOPED_TRACE(command);
+      const auto stored = run_ordo(command + " --model " + shell_quote(out.string()));
+      const auto converted = run_ordo(command + " --model " + shell_quote(c.model.string()) + " --compute-type int4");
+      ASSERT_EQ(stored.exit_code, 0) << stored.err;
+      ASSERT_EQ(converted.exit_code, 0) << converted.err;
+      EXPECT_EQ(stored.out, converted.out);
+      // The fallback matters: plain int8 (a scale per row everywhere) prints otherwise.
+      const auto int8 = run_ordo(command + " --model " + shell_quote(c.model.string()) + " --compute-type int8");
+      EXPECT_NE(stored.out, int8.out);
+    }
+    if (c.model == random) {  // the library too, in any group size: scores as exact floats
+      LoadOptions int4;
+      int4.compute_type = ComputeType::Int4;
+      int4.group_size = c.group;
+      const std::vector<std::vector<int>> sources{{3, 4, 5, 6, 1}, {9, 1}}, targets{{7, 8, 9, 1}, {2, 2, 1}};
+      const auto scores = [&](const Model& model) {
+        std::vector<float> logprobs;
+        for (const Score& score : Translator(model).score_ids_batch(sources, targets)) {
+          EXPECT_TRUE(score.error.empty()) << score.error;
+          logprobs.insert(logprobs.end(), score.token_logprobs.begin(), score.token_logprobs.end());
+        }
+        return logprobs;
+      };
+      const std::vector<float> stored = scores(Model::load(out));
+      EXPECT_EQ(stored, scores(Model::load(c.model, int4)));
+      EXPECT_EQ(stored.size(), 7u);
+    }
+    const std::string formats = "int4 (groups of " + group + "): " + std::to_string(matrices - c.fallbacks) +
+                                " matrices and int8 (a scale per row): " + std::to_string(c.fallbacks) + " matrices";
+    std::vector<std::string> inspected{" --model " + shell_quote(out.string())};
+    if (c.group == 32) inspected.push_back(" --compute-type int4 --model " + shell_quote(c.model.string()));
+    for (const std::string& flags : inspected) {
+      const auto inspect = run_ordo("inspect --json" + flags);
+      ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+      EXPECT_EQ(nlohmann::json::parse(inspect.out)["compute_type"], formats) << flags;
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Quantized, QuantizeRefusesToWriteOverFilesAndBadOptions) {
   const fs::path dir = temp_dir("quantize-bad");
   const std::string model = shell_quote((kWeights / "sinusoidal").string());
@@ -271,30 +396,31 @@ TEST(Quantized, QuantizeRefusesToWriteOverFilesAndBadOptions) {
   fs::remove_all(dir);
 }
 
-// A model whose widths are not multiples of 32 cannot be int4: one line naming the tensor.
-TEST(Quantized, Int4OnAModelItCannotPackIsOneLine) {
+// A model with widths int4 cannot pack (d_model 16 and feed-forwards of 24: no multiple
+// of 32) runs as int4 with every matrix int8, a scale per row: int8's numbers exactly.
+// Before the int8 fallback, this was refused ("int4 packs runs of 32").
+TEST(Quantized, Int4OnAModelWithNoWidthItCanPackRunsAsInt8) {
   const fs::path dir = temp_dir("int4-narrow");
   testing_support::write_random_model(dir, testing_support::tiny_config());  // d_model 16
-  const auto r = run_ordo("score --compute-type int4 --model " + shell_quote(dir.string()) +
-                          " --source-ids 3,4,1 --target-ids 5,1");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("runs of 32"), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  const auto int8 = run_ordo("score --compute-type int8 --model " + shell_quote(dir.string()) +
-                             " --source-ids 3,4,1 --target-ids 5,1");
-  EXPECT_EQ(int8.exit_code, 0) << int8.err;
+  const auto score = [&](const char* type) {
+    return run_ordo("score --json --compute-type " + std::string(type) + " --model " + shell_quote(dir.string()) +
+                    " --source-ids 3,4,1 --target-ids 5,1");
+  };
+  const auto int4 = score("int4");
+  const auto int8 = score("int8");
+  ASSERT_EQ(int4.exit_code, 0) << int4.err;
+  ASSERT_EQ(int8.exit_code, 0) << int8.err;
+  EXPECT_EQ(int4.out, int8.out);
+  const auto inspect = run_ordo("inspect --json --compute-type int4 --model " + shell_quote(dir.string()));
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(nlohmann::json::parse(inspect.out)["compute_type"], "int8 (a scale per row)");
   fs::remove_all(dir);
 }
 
 // ---- Bad quantized files: each refused with one line naming the tensor and the rule.
 
-// The int8 directory of the shipped model, its model.safetensors rewritten by `edit`.
-fs::path broken_int8_copy(const fs::path& dir, const std::function<void(std::vector<EncodedTensor>&)>& edit,
-                          const std::string& type = "int8", int group_size = -1) {
-  QuantizeOptions options;
-  options.type = parse_compute_type(type);
-  options.group_size = group_size;
-  quantize_model(kWeights / "sinusoidal", dir, options);
+// A model directory's model.safetensors rewritten by `edit`.
+fs::path rewrite_weights(const fs::path& dir, const std::function<void(std::vector<EncodedTensor>&)>& edit) {
   const SafetensorsFile file = SafetensorsFile::open(dir / "model.safetensors");
   std::vector<std::vector<std::byte>> data;
   std::vector<EncodedTensor> tensors;
@@ -306,6 +432,16 @@ fs::path broken_int8_copy(const fs::path& dir, const std::function<void(std::vec
   fs::remove(dir / "model.safetensors");
   write_encoded_safetensors(dir / "model.safetensors", tensors);
   return dir;
+}
+
+// The int8 directory of the shipped model, its model.safetensors rewritten by `edit`.
+fs::path broken_int8_copy(const fs::path& dir, const std::function<void(std::vector<EncodedTensor>&)>& edit,
+                          const std::string& type = "int8", int group_size = -1) {
+  QuantizeOptions options;
+  options.type = parse_compute_type(type);
+  options.group_size = group_size;
+  quantize_model(kWeights / "sinusoidal", dir, options);
+  return rewrite_weights(dir, edit);
 }
 
 EncodedTensor& tensor_named(std::vector<EncodedTensor>& tensors, const std::string& name) {
@@ -365,6 +501,18 @@ TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
        {weight, "[256, 32]", "two weights a byte"}},
       {"an infinite int4 scale", "int4", [&](auto& t) { tensor_named(t, scale).bytes = filled<std::uint16_t>(256 * 4, 0x7c00); },
        {scale, "finite and > 0"}},
+      {"an I8 weight in an int4 model, where int4 would fit", "int4",
+       [&](auto& t) {
+         EncodedTensor& w = tensor_named(t, weight);
+         w.dtype = DType::I8;
+         w.shape = {256, 128};
+         w.bytes = filled<std::int8_t>(256 * 128, 1);
+         EncodedTensor& s = tensor_named(t, scale);
+         s.dtype = DType::F32;
+         s.shape = {256};
+         s.bytes = filled<float>(256, 0.01f);
+       },
+       {weight, "I8 (int8) in an int4 model", "128 weights", "group_size=32", "only when group_size does not divide"}},
       {"a scale beside an F32 weight", "f32",
        [&](auto& t) { t.push_back({scale, DType::F32, {256}, filled<float>(256, 1.0f)}); },
        {scale, "not quantized"}},
@@ -399,8 +547,8 @@ TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {
   };
   config_with(nullptr);
   fails_saying({"I8", "quantization is not set"});
-  config_with({{"type", "int4"}});
-  fails_saying({"I8", "quantization is int4"});
+  config_with({{"type", "int4"}});  // int4 would hold every width: no I8 weight belongs in it
+  fails_saying({"I8 (int8) in an int4 model", "group_size=32"});
   config_with({{"type", "int8"}, {"group_size", 5}});
   fails_saying({"group_size=5", "does not divide"});
   config_with({{"type", "int2"}});
@@ -410,6 +558,79 @@ TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {
   config_with({{"type", "int4"}, {"group_size", 16}});
   fails_saying({"quantization.group_size", "multiple of 32"});
   fs::remove_all(dir.parent_path());
+}
+
+// An int4 directory holds int8 exactly where int4 cannot pack a width, and nowhere else:
+// each departure from the rule is refused with one line naming the tensor and the rule.
+TEST(Quantized, AMixedInt4DirectoryIsHeldToItsRule) {
+  const fs::path random = temp_dir("mixed-rule") / "random";
+  testing_support::write_random_model(random, mixed_width_config());
+  const std::string fallback = "model.encoder.layers.0.fc2.weight";  // [64, 40]: int8
+  const std::string packed = "model.encoder.layers.0.fc1.weight";    // [40, 64]: int4
+  struct Broken {
+    std::string what;
+    std::function<void(std::vector<EncodedTensor>&)> edit;
+    nlohmann::json quantization;  // config.json's, when changed
+    std::vector<std::string> says;
+  };
+  const nlohmann::json unchanged;
+  const std::vector<Broken> cases = {
+      {"an I8 weight where int4 would fit",
+       [&](auto& t) {
+         EncodedTensor& w = tensor_named(t, packed);
+         w.dtype = DType::I8;
+         w.shape = {40, 64};
+         w.bytes = filled<std::int8_t>(40 * 64, 1);
+         EncodedTensor& s = tensor_named(t, packed + "_scale");
+         s.dtype = DType::F32;
+         s.shape = {40};
+         s.bytes = filled<float>(40, 0.01f);
+       },
+       unchanged, {packed, "I8 (int8) in an int4 model", "64 weights", "group_size=32"}},
+      {"a U8 weight whose width the group does not divide",
+       [&](auto& t) {
+         EncodedTensor& w = tensor_named(t, fallback);
+         w.dtype = DType::U8;
+         w.shape = {64, 20};
+         w.bytes = filled<std::uint8_t>(64 * 20, 0x88);
+         EncodedTensor& s = tensor_named(t, fallback + "_scale");
+         s.dtype = DType::F16;
+         s.shape = {64, 1};
+         s.bytes = filled<std::uint16_t>(64, 0x3c00);
+       },
+       unchanged, {fallback, "is int4", "40 weights", "group_size=32", "as int8 with a scale per row"}},
+      {"an int8 fallback with a scale per group",
+       [&](auto& t) {
+         EncodedTensor& s = tensor_named(t, fallback + "_scale");
+         s.shape = {64, 5};
+         s.bytes = filled<float>(64 * 5, 0.01f);
+       },
+       unchanged, {fallback + "_scale", "[64, 5]", "expected [64] (one scale per row)"}},
+      {"a group size that no longer divides an int4 width", [](auto&) {},
+       {{"type", "int4"}, {"group_size", 128}},
+       {"is int4", "64 weights", "group_size=128"}},
+  };
+  for (const Broken& c : cases) {
+    SCOPED_TRACE(c.what);
+    const fs::path dir = temp_dir("mixed-broken") / "model";
+    quantize_model(random, dir, {ComputeType::Int4, -1});
+    ASSERT_EQ(Model::load(dir).info().compute_type,
+              "int4 (groups of 32): 31 matrices and int8 (a scale per row): 2 matrices");  // before the edit
+    rewrite_weights(dir, c.edit);
+    if (!c.quantization.is_null()) {
+      std::ifstream in(dir / "config.json");
+      nlohmann::json config = nlohmann::json::parse(in);
+      config["quantization"] = c.quantization;
+      std::ofstream(dir / "config.json") << config.dump();
+    }
+    const auto r = run_ordo("score --model " + shell_quote(dir.string()) + " --source-ids 3,4,1 --target-ids 5,1");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const std::string& says : c.says)
+      EXPECT_NE(r.err.find(says), std::string::npos) << "'" << says << "' in " << r.err;
+    fs::remove_all(dir.parent_path());
+  }
+  fs::remove_all(random.parent_path());
 }
 
 }  // namespace

@@ -139,10 +139,12 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
       // The matrix is encoded once, when its values are written; its scales follow.
       auto encoded = std::make_shared<EncodedMatrix>();
       EncodedMatrix layout;  // the shapes only, to write the header first
-      layout.format = target.type;
       layout.rows = spec->second.shape[0];
       layout.cols = spec->second.shape[1];
-      layout.group = target.enabled() ? target.group_for(layout.cols) : 0;
+      const Quantization stored = target.stored_as(layout.cols);  // what encode_matrix writes
+      layout.format = stored.type;
+      layout.group = stored.enabled() ? stored.group_for(layout.cols) : 0;
+      if (stored.type != target.type) ++report.int8_fallbacks;
       const std::string where = file.path().string() + ": tensor '" + info.name + "'";
       tensors.push_back({info.name, layout.values_dtype(), layout.values_shape(),
                          [&files, &config, target, encoded, where, matrix = &spec->second, stored = &file, values = &info] {

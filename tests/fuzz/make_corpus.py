@@ -69,8 +69,11 @@ def small_model(name, dims=None):
 
 
 # Quantized seeds (README, "Quantized weights"): int4 packs runs of 32 weights, so its
-# seed keeps every width a multiple of 32 (d_model and the feed-forward 32).
+# seed keeps every width a multiple of 32 (d_model and the feed-forward 32); the mixed
+# one (german-llama) keeps its feed-forward 22 wide, so that its down projections are
+# int8 with a scale a row inside the int4 directory.
 DIM_INT4 = {344: 22, 128: 32, 256: 32, 45: 45, 1: 1}
+DIM_INT4_MIXED = {344: 22, 128: 32, 64: 16, 45: 45, 1: 1}
 FLOAT_FORMAT = {"F32": "f", "F16": "e"}
 
 
@@ -116,7 +119,12 @@ def quantized_model(name, kind, group, dims=None):
     config["quantization"] = {"type": kind, "group_size": group}
     out = []
     for tensor in tensors:
-        out += quantize_matrix(*tensor, kind, group) if is_matrix(tensor[0], tensor[2]) else [tensor]
+        if not is_matrix(tensor[0], tensor[2]):
+            out.append(tensor)
+            continue
+        # int4 stores a width its group does not divide as int8 with a scale a row.
+        fallback = kind == "int4" and tensor[2][1] % group != 0
+        out += quantize_matrix(*tensor, "int8" if fallback else kind, 0 if fallback else group)
     return json.dumps(config, indent=2).encode(), out, metadata
 
 
@@ -141,11 +149,13 @@ def main():
                      "weight_map": {t[0]: files[k] for k, shard in enumerate(shards) for t in shard}}
             parts = [json.dumps(index, indent=2).encode()] + [write_safetensors(s, metadata) for s in shards]
             write("shard_index", name, SEPARATOR.join(parts))
-    # The quantized binder: int8 with a scale a row and in groups, int4 (groups of 32).
+    # The quantized binder: int8 with a scale a row and in groups, int4 (groups of 32),
+    # int4 with int8 fallbacks.
     for seed, (name, kind, group, dims) in {
             "sinusoidal-int8-rows": ("sinusoidal", "int8", 0, None),
             "german-llama-int8-groups": ("german-llama", "int8", 2, None),
-            "rope-int4": ("rope", "int4", 32, DIM_INT4)}.items():
+            "rope-int4": ("rope", "int4", 32, DIM_INT4),
+            "german-llama-int4-mixed": ("german-llama", "int4", 32, DIM_INT4_MIXED)}.items():
         config, tensors, metadata = quantized_model(name, kind, group, dims)
         weights = write_safetensors(tensors, metadata)
         write("safetensors", seed, weights)

@@ -6,6 +6,7 @@ run eagerly in PyTorch the way a careful user would write it.
         --threads 2 [--beam K] [--repeats 5] [--warmup 1] [--json]
     /usr/bin/python3 tools/bench/bench_peer.py --shape base ...   # the model make_bench_model.py writes
     /usr/bin/python3 tools/bench/bench_peer.py --shape llama ...  # its decoder-only LLaMA-layout model
+    /usr/bin/python3 tools/bench/bench_peer.py --shape llama --quantize int8 ...  # quantize_dynamic
 
 --shape NAME is one of ordo's shapes, read from the ordo binary (--ordo, else $ORDO, else
 build/ordo: `ordo bench --list-shapes --json`), as make_bench_model.py writes it.
@@ -34,6 +35,14 @@ THE WORKLOAD (as ordo bench runs it: tools/cli/bench/workload.h):
     layers without the cross-attention K/V projections, the norms, the output projection;
     float32); encode_gflops counts the encode phase's matrix products (linear layers,
     q k^T and p v, causal prefill S(S+1)/2 pairs, a prefill's last-row output projection).
+
+--quantize int8: the peer's quantized row (issue 23), what a PyTorch user runs on a CPU:
+torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8) over
+every linear layer and the output projection (each (weight, bias) pair becomes an
+nn.Linear, quantized: int8 weights with one scale a tensor, activations quantized per
+call, fbgemm's int8 GEMM). load_s includes the quantization, as ordo's --compute-type
+int8 converts at load; decode_weight_bytes counts those weights 1 byte each. The token
+embeddings stay float32 (quantize_dynamic takes linears only; a tied head is an int8 copy).
 
 THE PEER'S MODEL. The configs come from tools/oracle/ordo_torch/ (full_config, llama_config), the
 weights from a memory mapping of the safetensors files, as ordo reads them (F32 uncopied;
@@ -153,6 +162,8 @@ def parse_args(argv):
     p.add_argument("--threads", type=positive, default=os.cpu_count() or 1)
     p.add_argument("--repeats", type=positive, default=5)
     p.add_argument("--warmup", type=non_negative, default=1)
+    p.add_argument("--quantize", choices=("none", "int8"), default="none",
+                   help="int8: quantize_dynamic's qint8 linears and output projection (see the docstring)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     return p.parse_args(argv)
 
@@ -306,18 +317,57 @@ def numel(pair) -> int:
     return sum(x.numel() for x in pair if x is not None)
 
 
-def decode_weight_bytes(spec: dict) -> float:
-    """What one decode step reads (see the docstring), float32."""
+LINEARS = ("q", "k", "v", "o", "ffn_in", "ffn_up", "ffn_out")
+
+
+def decode_weight_bytes(spec: dict, linear_bytes: int = 4) -> float:
+    """What one decode step reads (see the docstring): float32, the linear layers' and the
+    output projection's weights `linear_bytes` each (1: --quantize int8)."""
     dec = spec["decoder"]
-    total = 0
+    total = 0.0
+
+    def linear(pair):
+        return 0 if pair is None else pair[0].numel() * linear_bytes + numel(pair[1:]) * 4
+
     for layer in dec["layers"]:
-        total += sum(numel(layer[k]) for k in ("q", "k", "v", "o", "norm1", "ffn_in", "ffn_up", "ffn_out", "norm2"))
+        total += sum(linear(layer[k]) for k in LINEARS) + 4 * (numel(layer["norm1"]) + numel(layer["norm2"]))
         if "cross" in layer:
-            total += sum(numel(layer["cross"][k]) for k in ("q", "o", "norm"))
-    total += numel(dec["embed_norm"]) + numel(dec["final_norm"]) + dec["head"].numel()
+            total += linear(layer["cross"]["q"]) + linear(layer["cross"]["o"]) + 4 * numel(layer["cross"]["norm"])
+    total += 4 * (numel(dec["embed_norm"]) + numel(dec["final_norm"])) + dec["head"].numel() * linear_bytes
     if dec["logits_bias"] is not None:
-        total += dec["logits_bias"].numel()
-    return float(total * 4)
+        total += 4 * dec["logits_bias"].numel()
+    return float(total)
+
+
+def quantize_linears(spec: dict) -> None:
+    """quantize_dynamic (qint8) on every linear of `spec` and its output projection, in
+    place: each (weight, bias) pair, and the head, becomes a quantized nn.Linear module
+    (Peer.linear calls it)."""
+    import torch
+
+    holders = []  # (dict, key): where each linear's pair is held
+    for stack in (spec["encoder"], spec["decoder"]):
+        if stack is None:
+            continue
+        for layer in stack["layers"]:
+            holders += [(layer, k) for k in LINEARS if layer[k] is not None]
+            if "cross" in layer:
+                holders += [(layer["cross"], k) for k in ("q", "k", "v", "o")]
+    modules = torch.nn.ModuleList()
+    for holder, key in holders:
+        weight, bias = holder[key]
+        module = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
+        module.weight = torch.nn.Parameter(weight, requires_grad=False)
+        if bias is not None:
+            module.bias = torch.nn.Parameter(bias, requires_grad=False)
+        modules.append(module)
+    head = torch.nn.Linear(spec["decoder"]["head"].shape[1], spec["decoder"]["head"].shape[0], bias=False)
+    head.weight = torch.nn.Parameter(spec["decoder"]["head"], requires_grad=False)
+    modules.append(head)
+    quantized = torch.ao.quantization.quantize_dynamic(modules, {torch.nn.Linear}, dtype=torch.qint8)
+    for (holder, key), module in zip(holders, quantized):
+        holder[key] = module
+    spec["decoder"]["head"] = quantized[-1]
 
 
 def encode_flops(spec: dict, batch: int, length: int) -> float:
@@ -365,6 +415,8 @@ class Peer:
 
     # -- pieces
     def linear(self, x, pair):
+        if isinstance(pair, self.torch.nn.Module):  # --quantize int8: a quantized nn.Linear
+            return pair(x)
         return self.F.linear(x, pair[0], pair[1])
 
     def norm(self, x, pair):
@@ -499,7 +551,7 @@ class Peer:
         x = x[:, -1]
         if dec["final_norm"] is not None:
             x = self.norm(x, dec["final_norm"])
-        logits = self.F.linear(x, dec["head"])
+        logits = self.linear(x, (dec["head"], None) if isinstance(dec["head"], self.torch.Tensor) else dec["head"])
         if dec["logits_bias"] is not None:
             logits = logits + dec["logits_bias"]
         return logits
@@ -613,15 +665,23 @@ def bandwidth_gbs(buffer) -> float:
     return STREAM_BYTES / (time.perf_counter() - start) / 1e9
 
 
-def timed_loads(directory: Path, args, loads: list) -> dict:
+def timed_loads(directory: Path, args, loads: list):
+    """(spec, decode weight bytes, encode FLOPs): the model loaded warmup + repeats times
+    (and quantized: --quantize), its sizes measured on the float weights, off the clock."""
     spec = None
     for i in range(args.warmup + args.repeats):
         spec = None  # one model at a time
         start = time.perf_counter()
         spec = load_spec(directory)
+        elapsed = time.perf_counter() - start
+        sizes = (decode_weight_bytes(spec, 1 if args.quantize == "int8" else 4),
+                 encode_flops(spec, args.batch, args.src_len))
+        start = time.perf_counter()
+        if args.quantize == "int8":
+            quantize_linears(spec)
         if i >= args.warmup:
-            loads.append(time.perf_counter() - start)
-    return spec
+            loads.append(elapsed + time.perf_counter() - start)
+    return (spec, *sizes)
 
 
 def check_lengths(spec: dict, directory: Path, args) -> None:
@@ -643,7 +703,7 @@ def run(args, directory: Path, name: str) -> dict:
     torch.set_num_threads(args.threads)
     loads = []
     with torch.inference_mode():
-        spec = timed_loads(directory, args, loads)
+        spec, weight_bytes, flops = timed_loads(directory, args, loads)
         check_lengths(spec, directory, args)
         decoder_only = spec["encoder"] is None
         vocab = spec["decoder" if decoder_only else "encoder"]["table"].shape[0]
@@ -665,11 +725,10 @@ def run(args, directory: Path, name: str) -> dict:
         a, b = (torch.rand(GEMM_SIZE, GEMM_SIZE, generator=gen) for _ in range(2))
         c = torch.empty(GEMM_SIZE, GEMM_SIZE)
         gemms = [gemm_gflops(torch, a, b, c) for _ in range(args.warmup + args.repeats)][args.warmup:]
-    weight_bytes = decode_weight_bytes(spec)
-    flops = encode_flops(spec, args.batch, args.src_len)
     bandwidth = statistics.median(bandwidths)
     return {
         "engine": "pytorch", "torch": torch.__version__, "model": name, "decoder_only": decoder_only,
+        "weights": "int8 (quantize_dynamic)" if args.quantize == "int8" else "f32",
         "batch": args.batch, "src_len": args.src_len, "new_tokens": args.new_tokens, "beam": args.beam,
         "threads": args.threads, "repeats": args.repeats, "warmup": args.warmup,
         "load_s": statistics.median(loads),
@@ -687,7 +746,8 @@ def run(args, directory: Path, name: str) -> dict:
 
 def print_table(r: dict) -> None:
     kind = "prompt" if r["decoder_only"] else "source"
-    print(f"bench_peer (PyTorch {r['torch']}): {r['model']}{' (decoder-only)' if r['decoder_only'] else ''}\n"
+    print(f"bench_peer (PyTorch {r['torch']}): {r['model']}{' (decoder-only)' if r['decoder_only'] else ''}, "
+          f"weights {r['weights']}\n"
           f"  batch {r['batch']}, {kind} {r['src_len']} tokens, {r['new_tokens']} new tokens, beam {r['beam']}, "
           f"{r['threads']} threads; medians of {r['repeats']} runs after {r['warmup']} warm-up\n")
     rows = [("load", f"{r['load_s']:.4f} s", "directory open to ready"),

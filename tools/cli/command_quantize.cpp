@@ -32,13 +32,17 @@ void run_quantize(const QuantizeCommandOptions& options) {
                                   {"output", options.out},
                                   {"type", options.type},
                                   {"matrices", report.matrices},
+                                  {"int8_fallbacks", report.int8_fallbacks},
                                   {"tensors", report.tensors},
                                   {"bytes_in", report.bytes_in},
                                   {"bytes_out", report.bytes_out},
                                   {"copied_files", report.copied_files}};
   if (options.common.json) return print_json_line(summary);
-  std::cout << "wrote " << printable(options.out) << ": " << report.matrices << " weight matrices as " << options.type
-            << ", " << report.tensors << " tensors, " << report.bytes_out << " bytes (from " << report.bytes_in
+  std::cout << "wrote " << printable(options.out) << ": " << report.matrices << " weight matrices as " << options.type;
+  if (report.int8_fallbacks > 0)
+    std::cout << " (" << report.int8_fallbacks << " as int8 with a scale per row: their widths are not a multiple of "
+              << "the group size)";
+  std::cout << ", " << report.tensors << " tensors, " << report.bytes_out << " bytes (from " << report.bytes_in
             << ")\n";
 }
 
@@ -50,7 +54,8 @@ void setup_quantize(CLI::App& app) {
       "quantize",
       "Write a model directory with its weight matrices (linear layers, embeddings, output head) in\n"
       "another format: f16 or bf16 (2 bytes a weight), int8 (1 byte, a float32 scale per row or group)\n"
-      "or int4 (half a byte, an f16 scale per group of 32). Norms and biases stay as they are. The\n"
+      "or int4 (half a byte, an f16 scale per group of 32; a matrix whose width is not a multiple of\n"
+      "the group size is int8 with a scale per row instead). Norms and biases stay as they are. The\n"
       "result runs as stored, exactly as --compute-type TYPE runs the original. Example:\n"
       "  ordo quantize --model weights/sinusoidal --out sinusoidal-int8 --type int8");
   add_common_options(*command, options->common);

@@ -107,12 +107,12 @@ the same search with a beam's decoder input = prompt + prefix, eos = any eos id,
 hypothesis ids = the generated tokens only. Margins, redraws and the re-load check as
 above.
 
-QUANTIZED MODELS. index.json also lists "quantized_models": [names] (22; in no other
+QUANTIZED MODELS. index.json also lists "quantized_models": [names] (23; in no other
 list) and "dequantized_twins": {"<name>-dequantized": name}: ordo's encoder-decoders
 with every position scheme (quantized_ordo_specs), decoder-only ordo and LLaMA models
 (quantized_generation_specs), Marian, NLLB and T5 models (QUANTIZED_MARIAN,
 QUANTIZED_M2M100, QUANTIZED_T5), each int8 (a scale a row, or groups of 8) or int4
-(groups of 32; every width a multiple of 32). The random model is made to hold its
+(groups of 32; every width a multiple of 32 but q4-llama-kv2-mixed's 48, int8 inside). The random model is made to hold its
 dequantized weights (quantization.quantize_weights_) before its cases are drawn, saved
 as F32 (kept as the twin: fl32 of each q x scale), then rewritten quantized
 (quantize_model_dir); the references are computed from the quantized files as re-loaded
@@ -1075,7 +1075,8 @@ def write_ordo_model(out: Path, name, cfg, bias, dtype, seed, quantization=None)
 INT8_ROW = {"type": "int8", "group_size": 0}
 INT8_GROUP = {"type": "int8", "group_size": 8}  # divides every width of the small models
 INT4 = {"type": "int4", "group_size": 32}
-# int4 packs runs of 32 weights: its models have every width a multiple of 32.
+# int4 packs runs of 32 weights: its models have every width a multiple of 32 but one
+# (q4-llama-kv2-mixed, whose 48-wide matrices are int8 in the int4 directory).
 INT4_WIDTHS = {"d_model": 32, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64}
 DEQUANTIZED_SUFFIX = "-dequantized"
 
@@ -1138,6 +1139,11 @@ def quantized_generation_specs():
         ("q4-llama-kv1-tied", "llama",
          dict(LLAMA_BASE, num_key_value_heads=1, tie_word_embeddings=True, intermediate_size=64,
               pad_token_id=0), dict(options, quantization=INT4)),
+        # intermediate_size 48, not a multiple of 32: the down projections are int8 with a
+        # scale a row inside the int4 directory (as german-llama's 344), the rest int4.
+        ("q4-llama-kv2-mixed", "llama",
+         dict(LLAMA_BASE, num_key_value_heads=2, intermediate_size=48, pad_token_id=0),
+         dict(options, quantization=INT4)),
     ]
 
 

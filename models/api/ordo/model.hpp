@@ -45,8 +45,10 @@ struct ModelInfo {
   std::string generation_config_json = "{}";  // the generation defaults applied, as the file spells them
   std::string generation_config_file;         // the file they came from; empty: none
   std::vector<std::string> language_codes;    // the model's language codes (NLLB's "eng_Latn", ...); empty: one pair
-  // What the weight matrices run as ("f16", "int8 (a scale per row)", "f32 and int4
-  // (groups of 32)"...), and the bytes they hold so (values and scales).
+  // What the weight matrices run as ("f16", "int8 (a scale per row)"; with several
+  // formats, how many of each: "int4 (groups of 32): 15 matrices and int8 (a scale per
+  // row): 7 matrices", an int4 model's int8 fallbacks), and the bytes they hold so
+  // (values and scales).
   std::string compute_type;
   std::uint64_t matrix_bytes = 0;
 };

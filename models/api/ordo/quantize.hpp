@@ -28,6 +28,9 @@ struct QuantizeReport {
   std::uint64_t bytes_in = 0;   // the input's weight files
   std::uint64_t bytes_out = 0;  // the model.safetensors written
   int matrices = 0;             // weight matrices written in the new format
+  // Of them, int4 matrices written as int8 with a scale per row instead: their width is
+  // not a multiple of the group size (README, "Quantized weights"). 0 for other types.
+  int int8_fallbacks = 0;
   int tensors = 0;              // tensors written (matrices, their scales, everything else as it was)
   std::vector<std::string> copied_files;  // the other files of the directory (tokenizer, generation config)
 };
@@ -35,7 +38,8 @@ struct QuantizeReport {
 // Writes `output` (a new directory; an existing empty one is fine) from the model
 // directory `input`: config.json with its "quantization" key set (int8, int4) or removed,
 // one model.safetensors with every weight matrix converted (exactly what
-// LoadOptions::compute_type converts at load) and every other tensor as it was, and the
+// LoadOptions::compute_type converts at load; for int4, int8 where a width is not a
+// multiple of the group size) and every other tensor as it was, and the
 // directory's other files copied. One tensor is held in memory at a time. The directory
 // appears only once it is complete and loads. Throws ordo::OptionError for bad options,
 // ordo::Error for an input that does not load, an output that exists and is not empty,

@@ -12,6 +12,8 @@ round_weights_ does for F16.
           of 32, default 32); a row is runs of 32 weights, 16 bytes a run, byte j holding
           weight j in its low nibble and weight j + 16 in its high one, each n = q + 8;
           w = (n - 8) x scale; scale = F16(max|w| / 7), q = round(w / scale) in [-8, 7].
+          A matrix whose width G does not divide is int8 with a scale a row instead (I8
+          [out, in], F32 [out]), and only such a matrix: U8 where in % G == 0, I8 where not.
     An all-zero group gets scale 1; norms, biases and position tables stay float.
 
 The dequantized values are exact in float64 (q has at most 8 bits, the scale 24), which
@@ -57,13 +59,20 @@ def check_quantization(quantization: dict) -> dict:
     return {"type": kind, "group_size": group}
 
 
-def _group(name: str, cols: int, quantization: dict) -> int:
-    group = quantization["group_size"] or cols
-    if quantization["type"] == "int4" and cols % INT4_RUN:
-        raise ValueError(f"tensor '{name}': rows of {cols} weights cannot be int4 (runs of 32)")
+def stored_as(quantization: dict, cols: int):
+    """(type, group) of a matrix with rows of `cols` weights: int4 only where its group
+    divides the width, else int8 with a scale a row (group = cols); int8 as configured."""
+    kind, group = quantization["type"], quantization["group_size"]
+    if kind == "int4" and cols % group:
+        return "int8", cols
+    return kind, group or cols
+
+
+def _group(name: str, cols: int, quantization: dict):
+    kind, group = stored_as(quantization, cols)
     if cols % group:
         raise ValueError(f"tensor '{name}': group_size {group} does not divide its rows of {cols} weights")
-    return group
+    return kind, group
 
 
 def quantize_int8(w: Tensor, group: int):
@@ -102,18 +111,25 @@ def unpack_int4(packed: Tensor, cols: int) -> Tensor:
 
 def _dequantize_one(name: str, w: Tensor, scale: Tensor, quantization: dict, source) -> Tensor:
     where = f"{source}: tensor '{name}'"
-    kind = quantization["type"]
+    configured = quantization["type"]
+    # An int4 model holds I8 matrices too: its int8 fallbacks, checked against the rule below.
+    kind = "int8" if configured == "int4" and w.dtype == torch.int8 else configured
     want_dtype = torch.int8 if kind == "int8" else torch.uint8
     if w.dtype != want_dtype or w.dim() != 2:
         raise ValueError(f"{where}: is {w.dtype} {list(w.shape)}, but {kind} stores a 2-D "
                          f"{'I8' if kind == 'int8' else 'U8'} matrix")
     rows = w.shape[0]
     cols = w.shape[1] * (2 if kind == "int4" else 1)
-    group = _group(name, cols, quantization)
+    stored, group = _group(name, cols, quantization)
+    if stored != kind:
+        raise ValueError(f"{where}: is {'I8' if kind == 'int8' else 'U8'} in an int4 model with group_size "
+                         f"{quantization['group_size']}, but its rows of {cols} weights are {stored}: int4 where "
+                         "group_size divides the width, int8 with a scale a row where it does not")
+    fallback = configured == "int4" and kind == "int8"
     scale_dtype = torch.float32 if kind == "int8" else torch.float16
     if scale.dtype != scale_dtype:
         raise ValueError(f"{where}{SCALE_SUFFIX}: is {scale.dtype}, {kind} scales are {scale_dtype}")
-    shapes = [[rows, cols // group]] + ([[rows]] if kind == "int8" and group == cols else [])
+    shapes = ([] if fallback else [[rows, cols // group]]) + ([[rows]] if kind == "int8" and group == cols else [])
     if list(scale.shape) not in shapes:
         raise ValueError(f"{where}{SCALE_SUFFIX}: shape {list(scale.shape)}, expected {shapes[-1]}")
     s = scale.to(torch.float64).reshape(rows, cols // group)
@@ -163,10 +179,10 @@ def quantize_tensors(tensors: Dict[str, Tensor], quantization: dict) -> Dict[str
         if not is_quantized_matrix(name, t):
             out[name] = t
             continue
-        group = _group(name, t.shape[1], quantization)
-        if quantization["type"] == "int8":
+        kind, group = _group(name, t.shape[1], quantization)
+        if kind == "int8":
             q, scale = quantize_int8(t, group)
-            if quantization["group_size"] == 0:
+            if group == t.shape[1] and (quantization["group_size"] == 0 or quantization["type"] == "int4"):
                 scale = scale.reshape(-1)  # [out]: a scale a row, as the format has it
         else:
             q, scale = quantize_int4(t, group)
@@ -246,4 +262,4 @@ def quantize_model_dir(directory, quantization: dict, model: Optional[nn.Module]
 
 
 __all__ = ["dequantize_tensors", "quantize_tensors", "quantize_weights_", "quantize_model_dir",
-           "dequantized_weights", "is_quantized_matrix", "check_quantization"]
+           "dequantized_weights", "is_quantized_matrix", "check_quantization", "stored_as"]

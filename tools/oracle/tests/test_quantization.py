@@ -27,6 +27,7 @@ INT8_GROUP = {"type": "int8", "group_size": 16}
 INT4 = {"type": "int4", "group_size": 32}
 WIDE = dict(d_model=32, encoder_attention_heads=2, decoder_attention_heads=4, encoder_ffn_dim=64,
             decoder_ffn_dim=64)
+MIXED = dict(WIDE, encoder_ffn_dim=40)  # the encoder's fc2 is 40 wide: int8 in an int4 model
 
 
 class LayoutTest(unittest.TestCase):
@@ -77,6 +78,22 @@ class LayoutTest(unittest.TestCase):
                 self.assertTrue(torch.equal(again["a.weight"], stored["a.weight"]))
                 self.assertTrue(torch.equal(again["a.weight_scale"], stored["a.weight_scale"]))
 
+    def test_int4_keeps_a_width_its_group_does_not_divide_int8_with_a_scale_a_row(self):
+        torch.manual_seed(4)
+        for cols, group in ((48, 32), (96, 64), (40, 128)):
+            with self.subTest(cols=cols, group=group):
+                w = torch.randn(5, cols)
+                stored = quantize_tensors({"a.weight": w}, {"type": "int4", "group_size": group})
+                as_int8 = quantize_tensors({"a.weight": w}, INT8_ROW)
+                self.assertEqual(stored["a.weight"].dtype, torch.int8)
+                self.assertEqual(list(stored["a.weight_scale"].shape), [5])
+                self.assertTrue(torch.equal(stored["a.weight"], as_int8["a.weight"]))
+                self.assertTrue(torch.equal(stored["a.weight_scale"], as_int8["a.weight_scale"]))
+                back = dequantize_tensors(stored, {"type": "int4", "group_size": group}, "test")["a.weight"]
+                self.assertTrue(torch.equal(back, dequantize_tensors(as_int8, INT8_ROW, "test")["a.weight"]))
+        stored = quantize_tensors({"a.weight": torch.randn(5, 128)}, {"type": "int4", "group_size": 64})
+        self.assertEqual(stored["a.weight"].dtype, torch.uint8)
+
     def test_norms_biases_and_positions_stay_float(self):
         tensors = {"x.weight": torch.ones(4, 32), "x.bias": torch.ones(4), "ln.weight": torch.ones(32),
                    "model.embed_positions.weight": torch.ones(4, 32),
@@ -105,6 +122,25 @@ class DirectoryTest(unittest.TestCase):
                 self.assertEqual(loaded.score(src, tgt), model.score(src, tgt))
 
 
+    def test_a_mixed_int4_directory_loads_as_its_dequantized_model(self):
+        src, tgt = [5, 9, 3, 1], [7, 4, 1]
+        with tempfile.TemporaryDirectory() as tmp:
+            model = random_model(1, **MIXED).to(torch.float64)
+            save_model_dir(model, tmp)
+            quantize_weights_(model, INT4)
+            save_model_dir(model, tmp)
+            quantize_model_dir(tmp, INT4, model)
+            tensors = read_safetensors(Path(tmp) / "model.safetensors")
+            int8 = sorted(n for n, t in tensors.items() if t.dtype == torch.int8)
+            self.assertEqual(int8, [f"model.encoder.layers.{i}.fc2.weight" for i in range(len(int8))])
+            self.assertGreater(len(int8), 0)
+            self.assertTrue(any(t.dtype == torch.uint8 for t in tensors.values()))
+            loaded = load_model_dir(tmp, torch.float64)
+            for name, p in model.state_dict().items():
+                self.assertTrue(torch.equal(loaded.state_dict()[name], p), name)
+            self.assertEqual(loaded.score(src, tgt), model.score(src, tgt))
+
+
 class RefusedTest(unittest.TestCase):
     def stored(self, quantization=INT8_GROUP):
         torch.manual_seed(0)
@@ -126,9 +162,14 @@ class RefusedTest(unittest.TestCase):
             self.refused(dict(good, **{"a.weight_scale": scale}), INT8_GROUP, "finite and > 0")
         self.refused(good, {"type": "int8", "group_size": 5}, "does not divide")
         self.refused(dict(good, **{"a.bias_scale": torch.ones(4)}), INT8_GROUP, "float, not quantized")
-        self.refused(good, INT4, "int4 stores")
+        self.refused(good, INT4, "I8 in an int4 model .* are int4")  # 32 wide: int4 holds it
         packed = self.stored(INT4)
-        self.refused(dict(packed, **{"a.weight": packed["a.weight"][:, :8]}), INT4, "cannot be int4")
+        self.refused(dict(packed, **{"a.weight": packed["a.weight"][:, :8]}), INT4, "U8 in an int4 model .* are int8")
+        torch.manual_seed(1)
+        fallback = quantize_tensors({"a.weight": torch.randn(4, 48)}, INT4)  # int8, a scale a row
+        self.assertEqual(fallback["a.weight"].dtype, torch.int8)
+        self.refused(dict(fallback, **{"a.weight_scale": fallback["a.weight_scale"].reshape(4, 1)}), INT4,
+                     r"shape \[4, 1\], expected \[4\]")
         q = good["a.weight"].clone()
         q[0, 0] = -128
         self.refused(dict(good, **{"a.weight": q}), INT8_GROUP, "-128")
