@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/integer_product.h"
 #include "engine/matvec.h"
 #include "engine/quantized_matvec.h"
 #include "engine/thread_pool.h"
@@ -110,7 +111,26 @@ void multiply_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, f
   threads::split(*workers, b.rows(), 16, slice);
 }
 
-// Rows of a half-precision or quantized b converted to float32, per thread, into a
+// int8 and int4 b: the rows of a quantized to int8 once, then integer products
+// (engine/integer_product.h), b's rows split across threads as matvec splits them. The
+// same definition at every batch size, so a sequence's numbers never depend on its
+// batch; faster than float32 from one row (fewer bytes) to thousands (int8 multiply-adds).
+void integer_gemm(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
+  thread_local kernels::QuantizedActivations buffers;
+  // A reference, so that the workers read this thread's buffers: a lambda does not
+  // capture a thread_local, and each worker would name its own (empty) one.
+  kernels::QuantizedActivations& activations = buffers;
+  activations.quantize(a, b.group());
+  const auto slice = [&](Index first, Index count, int) {
+    kernels::integer_product(activations, b, first, count, c.data() + first, c.stride());
+    if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
+  };
+  const std::shared_ptr<ThreadPool> workers = threads::workers_for(a.rows() * b.rows() * b.cols(), kParallelWeights);
+  if (!workers) return slice(0, b.rows(), 0);
+  threads::split(*workers, b.rows(), 16, slice);
+}
+
+// Rows of a half-precision b converted to float32, per thread, into a
 // buffer that grows to the widest block once and is reused by every step. Each product
 // then runs the float32 kernel that float32 weights of the same shape run (same
 // dispatch, same tiles: blocks are whole units of the thread split), so a stored matrix
@@ -192,6 +212,7 @@ void gemm_nt(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogu
   if (b.is_float32()) return multiply_nt(a, b.float32(), c, 1.0f, 0.0f, after);
   assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
   if (c.empty()) return;
+  if (kernels::integer_product_takes(b)) return integer_gemm(a, b, c, after);
   if (a.rows() == 1) return stored_matvec(a, b, c, after);
   if (a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights) return stored_small_gemm(a, b, c, after);
   stored_gemm(a, b, c, after);

@@ -1,7 +1,8 @@
 // Which of ordo's own kernels run (engine/matvec.h, engine/quantized_matvec.h): the
 // widest path the CPU has, else portable C++ that any x86-64 (or other) CPU runs:
-//   avx512    AVX-512 (F) beside AVX2 + FMA + F16C: the quantized single-row kernels
-//             (engine/quantized_avx512.h); every other kernel is the AVX2 one
+//   avx512    AVX-512 (F) beside AVX2 + FMA + F16C: the int8 and int4 products where the
+//             CPU also has AVX-512 BW, VL and VNNI (engine/integer_product_avx512.h);
+//             every other kernel is the AVX2 one
 //   avx2      AVX2 + FMA (+ F16C for half-precision and quantized weights)
 //   portable  one value at a time
 // The choice is made once per process, at run time, from the CPU and the environment

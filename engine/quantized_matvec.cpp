@@ -7,9 +7,9 @@
 
 #include "engine/error.h"
 #include "engine/half.h"
+#include "engine/integer_product.h"
 #include "engine/kernel_path.h"
 #include "engine/matvec.h"
-#include "engine/quantized_avx512.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -198,163 +198,13 @@ ORDO_AVX2 float dot_like_float(Row w, const float* x, Index cols) {
   return sum;
 }
 
-// Quantized rows at batch 1 sum each group of q * x first and scale the group's sum
-// once: converting a weight then takes three instructions (load-extend, convert, FMA)
-// instead of four, which is the difference between reaching the memory bandwidth and
-// not. The sums differ from the float32 kernel's on the dequantized weights by float
-// rounding only; a few rows (blas.cpp) run the float32 kernels on converted blocks.
-
-// Int8, groups whole runs of 32, or one group (the row, any width).
-ORDO_AVX2 float dot_int8(const std::int8_t* row, const float* scales, Index group, const float* x, Index cols) {
-  __m256 total = _mm256_setzero_ps();
-  float tail = 0.0f;
-  for (Index begin = 0, g = 0; begin < cols; begin += group, ++g) {
-    const Index end = begin + group;
-    __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
-    Index k = begin;
-    for (; k + 32 <= end; k += 32) {
-      a = _mm256_fmadd_ps(load_int8(row + k), _mm256_loadu_ps(x + k), a);
-      b = _mm256_fmadd_ps(load_int8(row + k + 8), _mm256_loadu_ps(x + k + 8), b);
-      c = _mm256_fmadd_ps(load_int8(row + k + 16), _mm256_loadu_ps(x + k + 16), c);
-      d = _mm256_fmadd_ps(load_int8(row + k + 24), _mm256_loadu_ps(x + k + 24), d);
-    }
-    for (; k + 8 <= end; k += 8) a = _mm256_fmadd_ps(load_int8(row + k), _mm256_loadu_ps(x + k), a);
-    float group_tail = 0.0f;
-    for (; k < end; ++k) group_tail += static_cast<float>(row[k]) * x[k];
-    total = _mm256_fmadd_ps(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)), _mm256_set1_ps(scales[g]), total);
-    tail += group_tail * scales[g];
-  }
-  return horizontal_sum(total) + tail;
-}
-
-// Int8 whose rows and groups are whole runs of 32: dot_int8's sums for R rows at once,
-// each with its own chains (as dot_int4 below).
-template <int R>
-ORDO_AVX2 void dot_int8_runs(const std::int8_t* const (&rows)[R], const float* const (&scales)[R], Index group,
-                             const float* x, Index cols, float (&out)[R]) {
-  __m256 total[R];
-  for (int i = 0; i < R; ++i) total[i] = _mm256_setzero_ps();
-  for (Index begin = 0, g = 0; begin < cols; begin += group, ++g) {
-    __m256 a[R], b[R], c[R], d[R];
-    for (int i = 0; i < R; ++i) a[i] = b[i] = c[i] = d[i] = _mm256_setzero_ps();
-    for (Index k = begin; k < begin + group; k += 32)
-      for (int i = 0; i < R; ++i) {
-        a[i] = _mm256_fmadd_ps(load_int8(rows[i] + k), _mm256_loadu_ps(x + k), a[i]);
-        b[i] = _mm256_fmadd_ps(load_int8(rows[i] + k + 8), _mm256_loadu_ps(x + k + 8), b[i]);
-        c[i] = _mm256_fmadd_ps(load_int8(rows[i] + k + 16), _mm256_loadu_ps(x + k + 16), c[i]);
-        d[i] = _mm256_fmadd_ps(load_int8(rows[i] + k + 24), _mm256_loadu_ps(x + k + 24), d[i]);
-      }
-    for (int i = 0; i < R; ++i) {
-      const __m256 sum = _mm256_add_ps(_mm256_add_ps(a[i], b[i]), _mm256_add_ps(c[i], d[i]));
-      total[i] = _mm256_fmadd_ps(sum, _mm256_broadcast_ss(scales[i] + g), total[i]);
-    }
-  }
-  // dot_int8 adds its tail, 0 here, which changes nothing: no total is -0.
-  for (int i = 0; i < R; ++i) out[i] = horizontal_sum(total[i]);
-}
-
-// Int4: whole runs of 32, each unpacked once into four vectors of q; out[i] = dot(rows[i],
-// x) for R rows at once, each with its own chains (one row alone waits on its chain of
-// totals, an FMA's latency a group). The scales are converted eight at a time into a
-// buffer the loop broadcasts from (one conversion and broadcast a group cost three
-// instructions of about thirty).
-template <int R>
-ORDO_AVX2 void dot_int4(const std::uint8_t* const (&rows)[R], const std::uint16_t* const (&scales)[R], Index group,
-                        const float* x, Index cols, float (&out)[R]) {
-  constexpr Index kScalesAtOnce = 8;
-  alignas(32) float converted[R][kScalesAtOnce];
-  const Index groups = cols / group;
-  __m256 total[R];
-  for (int i = 0; i < R; ++i) total[i] = _mm256_setzero_ps();
-  for (Index first = 0; first < groups; first += kScalesAtOnce) {
-    const Index n = std::min(kScalesAtOnce, groups - first);
-    for (int i = 0; i < R; ++i) {
-      if (n == kScalesAtOnce)
-        _mm256_store_ps(converted[i],
-                        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[i] + first))));
-      else
-        for (Index j = 0; j < n; ++j) converted[i][j] = _cvtsh_ss(scales[i][first + j]);
-    }
-    for (Index g = 0; g < n; ++g) {
-      const Index begin = (first + g) * group;
-      __m256 a[R], b[R], c[R], d[R];
-      for (int i = 0; i < R; ++i) a[i] = b[i] = c[i] = d[i] = _mm256_setzero_ps();
-      for (Index k = begin; k < begin + group; k += kInt4Run) {
-        for (int i = 0; i < R; ++i) {
-          const Int4Run run = load_int4(rows[i] + static_cast<std::size_t>(k) / 2);
-          a[i] = _mm256_fmadd_ps(run.w[0], _mm256_loadu_ps(x + k), a[i]);
-          b[i] = _mm256_fmadd_ps(run.w[1], _mm256_loadu_ps(x + k + 8), b[i]);
-          c[i] = _mm256_fmadd_ps(run.w[2], _mm256_loadu_ps(x + k + 16), c[i]);
-          d[i] = _mm256_fmadd_ps(run.w[3], _mm256_loadu_ps(x + k + 24), d[i]);
-        }
-      }
-      for (int i = 0; i < R; ++i) {
-        const __m256 sum = _mm256_add_ps(_mm256_add_ps(a[i], b[i]), _mm256_add_ps(c[i], d[i]));
-        total[i] = _mm256_fmadd_ps(sum, _mm256_broadcast_ss(converted[i] + g), total[i]);
-      }
-    }
-  }
-  for (int i = 0; i < R; ++i) out[i] = horizontal_sum(total[i]);
-}
-
-// Whether dots_in_pairs takes w: int4, or int8 whose rows and groups are whole runs of 32.
-bool pairs_take(const WeightMatrix& w) {
-  return w.format() == WeightFormat::Int4 ||
-         (w.format() == WeightFormat::Int8 && w.cols() > 0 && w.cols() % 32 == 0 && w.group() % 32 == 0);
-}
-
-// Rows in pairs half the matrix apart, i and i + rows / 2, so that each half is one
-// sequential stream for the hardware prefetcher (as engine/quantized_avx512.cpp does):
-// two chains of totals hide each other's latency. For a w that pairs_take() accepts.
-template <int R>
-ORDO_AVX2 void dot_rows(const WeightMatrix& w, const Index (&r)[R], const float* x, float (&out)[R]) {
-  if (w.format() == WeightFormat::Int4) {
-    const std::uint8_t* rows[R];
-    const std::uint16_t* scales[R];
-    for (int i = 0; i < R; ++i) {
-      rows[i] = row_of<std::uint8_t>(w, r[i]);
-      scales[i] = scales_of<std::uint16_t>(w, r[i]);
-    }
-    return dot_int4<R>(rows, scales, w.group(), x, w.cols(), out);
-  }
-  const std::int8_t* rows[R];
-  const float* scales[R];
-  for (int i = 0; i < R; ++i) {
-    rows[i] = row_of<std::int8_t>(w, r[i]);
-    scales[i] = scales_of<float>(w, r[i]);
-  }
-  dot_int8_runs<R>(rows, scales, w.group(), x, w.cols(), out);
-}
-
-ORDO_AVX2 void dots_in_pairs(const WeightMatrix& w, const float* x, float* out) {
-  const Index half = w.rows() / 2;
-  for (Index r = 0; r < half; ++r) {
-    float dots[2];
-    dot_rows<2>(w, {r, r + half}, x, dots);
-    out[r] = dots[0];
-    out[r + half] = dots[1];
-  }
-  if (w.rows() % 2 != 0) {
-    float dot[1];
-    dot_rows<1>(w, {w.rows() - 1}, x, dot);
-    out[w.rows() - 1] = dot[0];
-  }
-}
-
 ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
   const Index cols = w.cols();
   switch (w.format()) {
     case WeightFormat::F16: return dot_like_float(F16Row{row_of<std::uint16_t>(w, r)}, x, cols);
     case WeightFormat::BF16: return dot_like_float(BF16Row{row_of<std::uint16_t>(w, r)}, x, cols);
     case WeightFormat::Int8:
-      if (w.group() % 32 == 0 || w.group() == cols)
-        return dot_int8(row_of<std::int8_t>(w, r), scales_of<float>(w, r), w.group(), x, cols);
-      break;  // groups that split runs of 32: converted first, below
-    case WeightFormat::Int4: {
-      float dot[1];
-      dot_int4<1>({row_of<std::uint8_t>(w, r)}, {scales_of<std::uint16_t>(w, r)}, w.group(), x, cols, dot);
-      return dot[0];
-    }
+    case WeightFormat::Int4:  // products run engine/integer_product.h; this converts first
     case WeightFormat::F32: break;
   }
   float sum;
@@ -420,20 +270,15 @@ void matvec_on(KernelPath path, const WeightMatrix& w, const float* x, float* y,
                                           std::string(kernel_path_name(widest_kernel_path())),
                 "ask for a path at most kernels::widest_kernel_path()");
   if (w.is_float32()) return matvec(w.float32().data(), w.rows(), w.cols(), w.cols(), x, y, alpha, beta);
+  if (integer_product_takes(w)) {  // int8 and int4: one definition at every batch size
+    thread_local QuantizedActivations activations;
+    activations.quantize(ConstMatrixRef(x, 1, w.cols()), w.group());
+    float* dots = dots_buffer(w, y, beta);
+    integer_product_on(path, activations, w, 0, w.rows(), dots, w.rows());
+    for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
+    return;
+  }
 #if defined(__x86_64__)
-  if (path == KernelPath::Avx512 && avx512::takes(w)) {
-    // The same sums as dot_avx2 (engine/quantized_avx512.h).
-    float* dots = dots_buffer(w, y, beta);
-    avx512::dot_rows(w, x, dots);
-    for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
-    return;
-  }
-  if (path >= KernelPath::Avx2 && pairs_take(w)) {
-    float* dots = dots_buffer(w, y, beta);
-    dots_in_pairs(w, x, dots);
-    for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
-    return;
-  }
   if (path >= KernelPath::Avx2) {
     for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_avx2(w, r, x), alpha, beta);
     return;

@@ -1,10 +1,12 @@
-// The kernels of half-precision and quantized weights (engine/weight_matrix.h): a decode
-// step's matrix-vector product, reading each stored byte once and converting to float32
-// in registers, and the conversion of rows to float32 that larger products run on.
+// The kernels of half-precision weights (engine/weight_matrix.h): a decode step's
+// matrix-vector product, reading each stored byte once and converting to float32 in
+// registers, and the conversion of rows to float32 that larger products run on (and
+// that embedding lookups of any stored format use).
 //
-// Activations stay float32 and every product accumulates in float32, so a result
-// differs from the float product with the dequantized weights only by the order of
-// float additions. Single-threaded; engine/blas.cpp splits them across threads.
+// Activations stay float32 and every product accumulates in float32, in the float32
+// kernel's order: an F16 or BF16 matrix gives exactly its float32 conversion's numbers.
+// Int8 and int4 products quantize the activations and run engine/integer_product.h (so
+// does matvec here, for them). Single-threaded; engine/blas.cpp splits them across threads.
 #pragma once
 
 #include "engine/kernel_path.h"

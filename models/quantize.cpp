@@ -7,6 +7,7 @@
 
 #include "engine/error.h"
 #include "engine/half.h"
+#include "engine/integer_product.h"
 
 namespace ordo {
 
@@ -24,6 +25,11 @@ Index checked_group(const Quantization& stored, Index cols, const std::string& n
                           std::to_string(group) + ": its rows have " + std::to_string(cols) +
                           " weights, not a multiple of it",
                 "choose a --group-size that divides every width (0: one scale per row, int8 only)");
+  if (group > kernels::kMaxIntegerGroup)
+    throw Error(name, "cannot be " + std::string(weight_format_name(stored.type)) + " in groups of " +
+                          std::to_string(group) + " weights: ordo sums integer products exactly up to " +
+                          std::to_string(kernels::kMaxIntegerGroup) + " a group",
+                "choose a --group-size of at most " + std::to_string(kernels::kMaxIntegerGroup));
   return group;
 }
 

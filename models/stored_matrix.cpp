@@ -6,6 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/half.h"
+#include "engine/integer_product.h"
 #include "engine/printable.h"
 #include "models/quantize.h"
 
@@ -76,6 +77,11 @@ Index checked_group(const StoredTensor& values, const Quantization& q, Index col
     throw Error(where(values), "has rows of " + std::to_string(cols) + " weights, which quantization.group_size=" +
                                    std::to_string(q.group_size) + " does not divide",
                 "config.json does not belong to these weights");
+  if (group > kernels::kMaxIntegerGroup)
+    throw Error(where(values), "has groups of " + std::to_string(group) + " weights, more than the " +
+                                   std::to_string(kernels::kMaxIntegerGroup) +
+                                   " whose integer products ordo sums exactly (engine/integer_product.h)",
+                "quantize it with a smaller quantization.group_size");
   return group;
 }
 

@@ -15,8 +15,10 @@
 
 #include "engine/blas.h"
 #include "engine/half.h"
+#include "engine/integer_product.h"
 #include "engine/matvec.h"
 #include "engine/quantized_matvec.h"
+#include "engine/thread_pool.h"
 #include "models/quantize.h"
 #include "ordo/ordo.hpp"
 #include "tests/cli_runner.h"
@@ -67,13 +69,14 @@ Quantization target_of(const Case& c) {
   return q;
 }
 
-// A stored matrix gives exactly what the float32 matrix of its dequantized weights gives,
-// bit for bit: one row of F16/BF16 (the kernel converts in registers and sums as the
-// float32 kernel does), a few rows (a converted block in the small-batch kernel), many
-// (sgemm on converted blocks); with a small matrix and one large enough to be split
-// across threads and to take the small-batch kernel. A model stored in F16 so decodes
-// exactly as its float32 conversion does. One row of int8/int4 scales each group's sum
-// (engine/quantized_matvec.cpp): equal to float rounding.
+// F16 and BF16 matrices give exactly what the float32 matrix of their converted weights
+// gives, bit for bit: one row (the kernel converts in registers and sums as the float32
+// kernel does), a few rows (a converted block in the small-batch kernel), many (sgemm
+// on converted blocks); with a small matrix and one large enough to be split across
+// threads and to take the small-batch kernel. So a model stored in F16 decodes exactly
+// as its float32 conversion does. Int8 and int4 matrices quantize the activations and
+// give the integer products' definition (engine/integer_product.h) at every batch size:
+// each row of x its own numbers, alone or among 70.
 TEST(Quantized, AStoredMatrixGivesTheFloatMatrixsNumbersExactly) {
   for (const Case& c : kCases)
     for (const Index rows : {Index{19}, Index{200}}) {
@@ -93,26 +96,52 @@ TEST(Quantized, AStoredMatrixGivesTheFloatMatrixsNumbersExactly) {
       }
       const WeightMatrix as_float(TensorView(dequantized.data(), {rows, c.cols}));
       const std::vector<float> x = random_values(70 * c.cols, 8);
+      const bool integer = kernels::integer_product_takes(w);
       for (const Index m : {1, 2, 3, 17, 64, 70}) {
         SCOPED_TRACE("rows of x: " + std::to_string(m));
         Matrix got(m, rows), want(m, rows);
         blas::gemm_nt(ConstMatrixRef(x.data(), m, c.cols), w, got, Epilogue{});
-        blas::gemm_nt(ConstMatrixRef(x.data(), m, c.cols), as_float, want, Epilogue{});
-        const bool scaled_sums = m == 1 && (c.format == WeightFormat::Int8 || c.format == WeightFormat::Int4);
-        if (!scaled_sums) {
-          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), static_cast<std::size_t>(m * rows) * sizeof(float)));
-          continue;
+        if (integer) {
+          kernels::QuantizedActivations activations;
+          activations.quantize(ConstMatrixRef(x.data(), m, c.cols), w.group());
+          kernels::integer_product_on(kernels::KernelPath::Portable, activations, w, 0, rows, want.data(), rows);
+        } else {
+          blas::gemm_nt(ConstMatrixRef(x.data(), m, c.cols), as_float, want, Epilogue{});
         }
-        // One quantized row sums each group, then scales it: float rounding apart (sums of
-        // up to 512 products of values in [-1, 1]).
-        for (Index j = 0; j < rows; ++j) ASSERT_NEAR(got(0, j), want(0, j), 1e-5 + 1e-5 * std::fabs(want(0, j))) << j;
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), static_cast<std::size_t>(m * rows) * sizeof(float)));
       }
     }
 }
 
-// One row of int8 or int4 gives the same numbers, bit for bit, on every SIMD path: the
-// AVX-512 kernels (engine/quantized_avx512.h) sum in the AVX2 kernels' order, so the
-// path a CPU takes never changes an output. Oracle: the AVX2 path. Widths and groups
+// Int8 and int4 products split across threads give what one thread gives, bit for bit:
+// the workers read the activations the calling thread quantized (a lambda does not
+// capture a thread_local: each worker once read its own, empty one, and a model decoded
+// garbage at --threads 2).
+TEST(Quantized, SplitIntegerProductsEqualOneThreadBitForBit) {
+  for (const Case& c : {Case{WeightFormat::Int8, 0, 320}, Case{WeightFormat::Int4, 32, 320}}) {
+    SCOPED_TRACE(name_of(c));
+    constexpr Index rows = 4099;  // large enough to be split
+    const std::vector<float> original = random_values(rows * c.cols, 21);
+    const EncodedMatrix encoded = encode_matrix(TensorView(original.data(), {rows, c.cols}), target_of(c), "test matrix");
+    for (const Index m : {1, 8}) {
+      const std::vector<float> x = random_values(m * c.cols, 22);
+      std::vector<Matrix> out;
+      for (const int threads : {1, 2}) {
+        threads::set_count(threads);
+        out.emplace_back(m, rows);
+        blas::gemm_nt(ConstMatrixRef(x.data(), m, c.cols), encoded.view(), out.back(), Epilogue{});
+      }
+      threads::set_count(1);
+      ASSERT_EQ(0, std::memcmp(out[0].data(), out[1].data(), static_cast<std::size_t>(m * rows) * sizeof(float)))
+          << "rows of x " << m;
+    }
+  }
+}
+
+// One row of int8 or int4 through kernels::matvec_on gives the same numbers, bit for
+// bit, on every SIMD path (integer sums, one float order: engine/integer_product.h), so
+// the path a CPU takes never changes an output; alpha and beta apply after. Oracle: the
+// AVX2 path. Widths and groups
 // the AVX-512 kernels take (a run of 32 a group, several runs a group, one scale a row,
 // more groups than the sixteen scales converted at once) and ones they leave to AVX2;
 // odd and even row counts (rows go in pairs half the matrix apart); a zero group,
