@@ -10,24 +10,27 @@
 // reads the files back and computes in float64 with the exact products q x scale; ordo
 // runs the files as stored, through its int8 and int4 kernels.
 //
-// Tolerances: those of test_parity.cpp (which derives them from float32's error), since
-// what differs from the oracle is float32 rounding alone:
-//   - from two rows on (prefill, scoring, batches, beams) ordo dequantizes into float32
-//     (q x scale rounded once, as an F32 file would have stored it) and runs its float
-//     path;
-//   - at one row (a decode step of one sequence: greedy and sampled decoding here) it
-//     sums q x x over a group in float32 and scales the sum once: per weight one product
-//     rounded instead of two, per group one multiplication more. A dot product of n
-//     terms then carries the same ~sqrt(n) u |x||w| error as the float path's, so the
-//     same 1e-4 per log-probability holds; the test prints the worst seen.
-// So: log-probabilities within 1e-4 absolute, encoder outputs within 1e-4, greedy and
-// beam ids identical (the oracle keeps only decisions with margins >= 1e-2 and >= 1e-3
-// on the dequantized model), beam scores within 1e-4.
+// ordo's int8 and int4 products quantize their activations (engine/integer_product.h);
+// the oracle does the same from the README's text (quantization.py) and computes the
+// rest in float64. The kernels themselves are proven bit for bit against the definition
+// (test_integer_product.cpp); here the whole models are, with two tolerances:
+//   - float32's, 1e-4, as test_parity.cpp derives it, for nearly every value: a wrong
+//     group, a product that skipped quantizing its input, or a misplaced scale moves
+//     almost all of them;
+//   - kFlip for the few that an activation on a rounding boundary moves: ordo rounds
+//     x * 127 / amax from its float32 x, the oracle from its float64 one, and where the
+//     two fall on either side of a half, one q differs by one and its product by one
+//     step s |w| of a product, up to (amax / 127) max|w| of a logit: these models are 32
+//     wide, with large activations and weights, and one flip moved a log-probability by
+//     up to 0.14 (a beam's token: ordo's own teacher-forced score of the same ids, whose
+//     attention sums in another order, agrees with the oracle there). Measured: 6 of 499
+//     scored tokens and 32 of 7392 encoder outputs beyond 1e-4.
+// At least 90% of the values must be within 1e-4 over the suite; greedy and beam ids
+// must be identical (the oracle keeps decisions with margins >= 1e-2 and >= 1e-3).
 //
-// Sampling has no oracle (the generator is ordo's); each quantized model is sampled with
-// a seed and compared with its `-dequantized` twin, the float32 file of fl32(q x scale):
-// the same tokens and log-probabilities within 1e-4 (a draw lands within 1e-4 of a
-// cumulative boundary with probability ~1e-4 a token; the seeds are fixed).
+// Sampling has no oracle (the generator is ordo's): each quantized model samples with a
+// seed, and a request alone draws exactly what it draws in a batch (every product is the
+// same integer sums and float steps at any batch size).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -75,6 +78,25 @@ std::vector<DecodeResult> run(const Transformer& t, const std::vector<DecodeRequ
   return decode_requests(t, requests, options, streams, workspace);
 }
 
+// Values against the oracle's: each within kFlip, and how many within float32's 1e-4.
+constexpr double kFloat32 = 1e-4;
+constexpr double kFlip = 0.25;
+struct FlipCount {
+  std::size_t within_float32 = 0, values = 0;
+  template <class Got>
+  void check(const Got& got, const std::vector<double>& want) {
+    reference::expect_close(got, want, kFlip, 0.0);
+    for (std::size_t i = 0; i < std::min<std::size_t>(got.size(), want.size()); ++i)
+      within_float32 += std::abs(double{got[i]} - want[i]) <= kFloat32;
+    values += want.size();
+  }
+  void expect_nearly_all(const char* what) const {
+    EXPECT_GE(within_float32, values * 9 / 10) << what << ": " << within_float32 << " of " << values
+                                               << " values within 1e-4 of the oracle's";
+    std::cout << "[ parity ] " << what << ": " << within_float32 << " of " << values << " values within 1e-4\n";
+  }
+};
+
 double worst_difference(std::span<const float> got, const std::vector<double>& want) {
   double worst = 0;
   for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i)
@@ -112,6 +134,7 @@ TEST(QuantizedParity, OracleCoversEveryFamilySchemeAndFormat) {
 TEST(QuantizedParity, EveryModelScoresEncodesAndDecodesAsTheOracle) {
   double worst_logprob = 0, worst_encoder = 0;
   std::string worst_model;
+  FlipCount logprobs, encoder;
   std::size_t tokens = 0, models = 0;
   for (const std::string& name : quantized_models()) {
     SCOPED_TRACE("model " + name);
@@ -129,7 +152,7 @@ TEST(QuantizedParity, EveryModelScoresEncodesAndDecodesAsTheOracle) {
       }
       const auto want = c.at("token_logprobs").get<std::vector<double>>();
       const std::vector<float> got = score_target(t, request.source, target);
-      reference::expect_close(got, want, 1e-4, 0.0);
+      logprobs.check(got, want);
       if (const double e = worst_difference(got, want); e > worst_logprob) {
         worst_logprob = e;
         worst_model = name;
@@ -141,7 +164,7 @@ TEST(QuantizedParity, EveryModelScoresEncodesAndDecodesAsTheOracle) {
         const Matrix encoded = encode(t, request.source);
         ASSERT_EQ(static_cast<std::size_t>(encoded.rows()), rows.size());
         for (std::size_t r = 0; r < rows.size(); ++r) {
-          reference::expect_close(encoded.row(static_cast<Index>(r)), rows[r], 1e-4, 0.0);
+          encoder.check(encoded.row(static_cast<Index>(r)), rows[r]);
           worst_encoder = std::max(worst_encoder, worst_difference(encoded.row(static_cast<Index>(r)), rows[r]));
         }
       }
@@ -155,11 +178,14 @@ TEST(QuantizedParity, EveryModelScoresEncodesAndDecodesAsTheOracle) {
     ++models;
   }
   EXPECT_GE(models, 20u);
+  logprobs.expect_nearly_all("log-probabilities");
+  encoder.expect_nearly_all("encoder outputs");
   std::cout << "[ parity ] " << models << " quantized models, " << tokens << " scored tokens: worst |log-prob error| "
             << worst_logprob << " (" << worst_model << "), worst |encoder output error| " << worst_encoder << '\n';
 }
 
 TEST(QuantizedParity, BatchesMatchTheOraclesBatches) {
+  FlipCount logprobs;
   for (const std::string& name : quantized_models()) {
     SCOPED_TRACE("model " + name);
     const auto model = LoadedModel::load(parity_dir() / name);
@@ -183,11 +209,12 @@ TEST(QuantizedParity, BatchesMatchTheOraclesBatches) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       SCOPED_TRACE("batch entry " + std::to_string(i));
       ASSERT_TRUE(scored[i].ok()) << scored[i].error;
-      reference::expect_close(scored[i].token_logprobs, want_logprobs[i], 1e-4, 0.0);
+      logprobs.check(scored[i].token_logprobs, want_logprobs[i]);
       ASSERT_TRUE(decoded[i].ok()) << decoded[i].error;
       EXPECT_EQ(decoded[i].hypotheses.front().ids, want_ids[i]);
     }
   }
+  logprobs.expect_nearly_all("batched log-probabilities");
 }
 
 TEST(QuantizedParity, BeamSearchMatchesTheOraclesBeamSearch) {
@@ -201,52 +228,37 @@ TEST(QuantizedParity, BeamSearchMatchesTheOraclesBeamSearch) {
       const DecodeResult got =
           run(model->transformer(), {request_of(c)}, testing_support::beam_case_options(c)).front();
       ASSERT_TRUE(got.ok()) << got.error;
-      testing_support::expect_oracle_hypotheses(got.hypotheses, c.at("hypotheses"));
+      testing_support::expect_oracle_hypotheses(got.hypotheses, c.at("hypotheses"), kFlip);
       ++cases;
     }
   }
   EXPECT_GE(cases, 60u);
 }
 
-TEST(QuantizedParity, SamplingWithASeedDrawsWhatTheDequantizedTwinDraws) {
-  const auto twins = read_json(parity_dir() / "index.json").at("dequantized_twins").get<std::map<std::string, std::string>>();
-  ASSERT_EQ(twins.size(), quantized_models().size());
+TEST(QuantizedParity, SamplingWithASeedDrawsTheSameAloneAndInABatch) {
   std::size_t tokens = 0;
-  for (const auto& [twin, name] : twins) {
-    SCOPED_TRACE("model " + name + " against " + twin);
-    const auto quantized = LoadedModel::load(parity_dir() / name);
-    const auto plain = LoadedModel::load(parity_dir() / twin);
-    EXPECT_EQ(plain->weights().matrix_formats().find("int"), std::string::npos) << "the twin is float";
+  for (const std::string& name : quantized_models()) {
+    SCOPED_TRACE("model " + name);
+    const auto model = LoadedModel::load(parity_dir() / name);
     std::vector<DecodeRequest> requests;
     const nlohmann::json reference = read_json(parity_dir() / name / "reference.json");
     for (const nlohmann::json& c : reference.at("cases")) requests.push_back(request_of(c));
+    ASSERT_GE(requests.size(), 2u);
     DecodingOptions sampling;
     sampling.sample = true;
     sampling.seed = 11;
     sampling.max_length = 10;
-    for (const bool one_at_a_time : {true, false}) {  // one-row steps, and a batch
-      std::vector<DecodeResult> got, want;
-      if (one_at_a_time) {
-        for (std::size_t i = 0; i < requests.size(); ++i) {
-          // Request i alone, with its generator stream (i) as in the batch.
-          const std::uint64_t stream[] = {i};
-          got.push_back(run(quantized->transformer(), {requests[i]}, sampling, stream).front());
-          want.push_back(run(plain->transformer(), {requests[i]}, sampling, stream).front());
-        }
-      } else {
-        got = run(quantized->transformer(), requests, sampling);
-        want = run(plain->transformer(), requests, sampling);
-      }
-      for (std::size_t i = 0; i < requests.size(); ++i) {
-        SCOPED_TRACE(std::string(one_at_a_time ? "alone" : "batched") + ", case " + std::to_string(i));
-        ASSERT_TRUE(got[i].ok() && want[i].ok()) << got[i].error << want[i].error;
-        const Hypothesis& g = got[i].hypotheses.front();
-        const Hypothesis& w = want[i].hypotheses.front();
-        EXPECT_EQ(g.ids, w.ids);
-        reference::expect_close(g.token_logprobs, std::vector<double>(w.token_logprobs.begin(), w.token_logprobs.end()),
-                                1e-4, 0.0);
-        tokens += g.ids.size();
-      }
+    const std::vector<DecodeResult> batched = run(model->transformer(), requests, sampling);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      SCOPED_TRACE("case " + std::to_string(i));
+      const std::uint64_t stream[] = {i};  // request i alone, with its generator stream in the batch
+      const DecodeResult alone = run(model->transformer(), {requests[i]}, sampling, stream).front();
+      ASSERT_TRUE(alone.ok() && batched[i].ok()) << alone.error << batched[i].error;
+      const Hypothesis& a = alone.hypotheses.front();
+      const Hypothesis& b = batched[i].hypotheses.front();
+      EXPECT_EQ(a.ids, b.ids);
+      EXPECT_EQ(a.token_logprobs, b.token_logprobs);  // bit for bit
+      tokens += a.ids.size();
     }
   }
   EXPECT_GE(tokens, 200u);

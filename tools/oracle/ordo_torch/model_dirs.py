@@ -16,7 +16,7 @@ from torch import nn
 from .config import CONFIG_KEYS, LLAMA_CONFIG_KEYS, full_config, llama_config
 from .encoder_decoder import OrdoModel
 from .llama import LlamaModel
-from .quantization import dequantized_weights
+from .quantization import dequantized_weights, quantized_activations_
 from .safetensors_io import read_safetensors, write_safetensors
 
 
@@ -60,7 +60,8 @@ def save_model_dir(model: OrdoModel, out_dir, dtype: str = "F32",
 def load_checked(model: nn.Module, source, tensors: dict, dtype: Optional[torch.dtype]) -> nn.Module:
     """Loads `tensors` into `model` in eval mode, computing in `dtype` (default: torch's
     default dtype), after checking that they are exactly the model's tensors, with its
-    shapes and a floating-point dtype; `source` names the file(s) in errors."""
+    shapes and a floating-point dtype; `source` names the file(s) in errors, and its
+    directory's config.json says whether the model is quantized."""
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
@@ -74,7 +75,9 @@ def load_checked(model: nn.Module, source, tensors: dict, dtype: Optional[torch.
             raise ValueError(f"{source}: tensor '{name}' is {t.dtype}")
     dtype = dtype or torch.get_default_dtype()
     model.to(dtype).load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
-    return model.eval()
+    # A quantized directory's products see quantized activations (quantization.py).
+    config = json.loads((Path(source).parent / "config.json").read_text())
+    return quantized_activations_(model.eval(), config.get("quantization"))
 
 
 def load_model_dir(path, dtype: Optional[torch.dtype] = None) -> OrdoModel:

@@ -17,8 +17,17 @@ round_weights_ does for F16.
     An all-zero group gets scale 1; norms, biases and position tables stay float.
 
 The dequantized values are exact in float64 (q has at most 8 bits, the scale 24), which
-is what the oracle computes with; ordo's float32 rounds them (or sums q x x first, at
-batch 1), and that is float32's error, within the parity tolerances.
+is what the oracle computes with.
+
+ACTIVATIONS. A product with a quantized matrix quantizes its input first, as README's
+"Quantized weights" (and engine/integer_product.h) define: per row, per group of the
+matrix's group size (the row for a scale a row), amax = max |x|, s = amax / 127 and
+q = round(x * (127 / amax)) (halves to even), in float32 from x rounded to float32; a
+group with amax below 2^-120 is zero, one with a non-finite value NaN. The product is
+then (s q) . (scale w), in float64 here: ordo's integer sums are exact, and its float
+steps round within the parity tolerances. `quantized_activations_` marks a model's
+quantized matrices so that F.linear with one of them quantizes its input; every loader
+of a quantized directory and quantize_weights_ call it.
 """
 from __future__ import annotations
 
@@ -28,6 +37,7 @@ from typing import Dict, Optional
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 SCALE_SUFFIX = "_scale"
 INT4_RUN = 32
@@ -193,14 +203,61 @@ def quantize_tensors(tensors: Dict[str, Tensor], quantization: dict) -> Dict[str
 
 @torch.no_grad()
 def quantize_weights_(model: nn.Module, quantization: dict) -> nn.Module:
-    """Replaces every quantized matrix of `model` in place by its dequantized values, so
-    the model computes with exactly what a quantized file of it holds. Tied parameters
-    (one tensor under two names) are rounded once."""
+    """Replaces every quantized matrix of `model` in place by its dequantized values, and
+    marks them for quantized activations (quantized_activations_), so the model computes
+    exactly as a quantized file of it does. Tied parameters (one tensor under two names)
+    are rounded once."""
     quantization = check_quantization(quantization)
     for name, p in model.named_parameters():  # each shared parameter once
         if is_quantized_matrix(name, p):
             stored = quantize_tensors({name: p}, quantization)
             p.copy_(dequantize_tensors(stored, quantization, "quantize_weights_")[name].to(p.dtype))
+    return quantized_activations_(model, quantization)
+
+
+TINY_GROUP = 2.0 ** -120
+
+
+def quantize_activations(x: Tensor, group: int) -> Tensor:
+    """x (any float dtype, last axis the product's inner one) with each group of `group`
+    values replaced by s q, the values ordo's integer products see (module docstring)."""
+    x32 = x.to(torch.float32)
+    g = x32.reshape(*x32.shape[:-1], x32.shape[-1] // group, group)
+    amax = g.abs().amax(dim=-1, keepdim=True)
+    finite = torch.isfinite(g).all(dim=-1, keepdim=True)
+    usable = finite & (amax >= TINY_GROUP)
+    safe = torch.where(usable, amax, torch.ones_like(amax))
+    q = torch.round(g * (torch.tensor(127.0, dtype=torch.float32) / safe))  # float32 product, halves to even
+    scale = torch.where(usable, safe / 127.0, torch.zeros_like(amax))
+    scale = torch.where(finite, scale, torch.full_like(amax, float("nan")))
+    q = torch.where(usable, q, torch.zeros_like(q))
+    return (q.to(torch.float64) * scale.to(torch.float64)).reshape(x.shape).to(x.dtype)
+
+
+_INPUTS_QUANTIZED: Dict[int, tuple] = {}  # id(matrix) -> (matrix, group): the matrices F.linear quantizes for
+_PLAIN_LINEAR = F.linear
+
+
+def _linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    marked = _INPUTS_QUANTIZED.get(id(weight))
+    if marked is not None and marked[0] is weight:
+        input = quantize_activations(input, marked[1])
+    return _PLAIN_LINEAR(input, weight, bias)
+
+
+def quantized_activations_(model: nn.Module, quantization: Optional[dict]) -> nn.Module:
+    """Marks `model`'s quantized matrices (is_quantized_matrix, each with its group: the
+    row for int8 with a scale a row and for an int4 model's int8 fallbacks) so that the
+    oracle's F.linear with one of them quantizes its input; without a quantization,
+    nothing. Returns the model."""
+    if not quantization:
+        return model
+    quantization = check_quantization(quantization)
+    for name, p in model.named_parameters():
+        if is_quantized_matrix(name, p):
+            _, group = _group(name, p.shape[1], quantization)
+            _INPUTS_QUANTIZED[id(p)] = (p, group)
+    F.linear = _linear
     return model
 
 
@@ -261,5 +318,6 @@ def quantize_model_dir(directory, quantization: dict, model: Optional[nn.Module]
         quantize_weights_(model, quantization)
 
 
-__all__ = ["dequantize_tensors", "quantize_tensors", "quantize_weights_", "quantize_model_dir",
+__all__ = ["dequantize_tensors", "quantize_tensors", "quantize_weights_", "quantize_model_dir", "quantize_activations",
+           "quantized_activations_",
            "dequantized_weights", "is_quantized_matrix", "check_quantization", "stored_as"]

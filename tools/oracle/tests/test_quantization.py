@@ -19,8 +19,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/oracle: ordo_torch
 from oracle_fixtures import random_model  # noqa: E402
 from ordo_torch import load_model_dir, read_safetensors, save_model_dir, write_safetensors  # noqa: E402
-from ordo_torch.quantization import (dequantize_tensors, quantize_model_dir,  # noqa: E402
-                                     quantize_tensors, quantize_weights_)
+from ordo_torch.quantization import (dequantize_tensors, quantize_activations,  # noqa: E402
+                                     quantize_model_dir, quantize_tensors, quantize_weights_,
+                                     quantized_activations_)
 
 INT8_ROW = {"type": "int8", "group_size": 0}
 INT8_GROUP = {"type": "int8", "group_size": 16}
@@ -100,6 +101,35 @@ class LayoutTest(unittest.TestCase):
                    "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight": torch.ones(32, 4)}
         stored = quantize_tensors(tensors, INT4)
         self.assertEqual(sorted(n for n, t in stored.items() if not t.is_floating_point()), ["x.weight"])
+
+
+class ActivationTest(unittest.TestCase):
+    def test_by_hand(self):
+        # max |x| = 127: a step of exactly 1; halves to even; the padding of nothing.
+        x = torch.tensor([[2.5, -127.0, 3.5, -0.5, 0.0, 126.6, 1.49, 100.0]], dtype=torch.float64)
+        self.assertEqual(quantize_activations(x, 8).tolist(), [[2.0, -127.0, 4.0, -0.0, 0.0, 127.0, 1.0, 100.0]])
+        # Each group its own scale: [1, 2] -> amax 2, step 2/127.
+        y = quantize_activations(torch.tensor([[1.0, 2.0, 10.0, -10.0]], dtype=torch.float64), 2)
+        self.assertEqual(y[0, 1].item(), torch.tensor(2.0 / 127, dtype=torch.float32).item() * 127)
+        step = torch.tensor(10.0, dtype=torch.float32) / 127  # s in float32, then s q in float64
+        self.assertEqual(y[0, 2:].tolist(), [127 * step.item(), -127 * step.item()])
+
+    def test_zero_tiny_and_non_finite_groups(self):
+        x = torch.tensor([[0.0, 0.0], [1e-37, -1e-37], [float("nan"), 1.0], [float("inf"), 1.0]], dtype=torch.float64)
+        y = quantize_activations(x, 2)
+        self.assertEqual(y[:2].tolist(), [[0.0, 0.0], [0.0, 0.0]])
+        self.assertTrue(torch.isnan(y[2:]).all())
+
+    def test_only_the_marked_matrices_quantize_their_input(self):
+        torch.manual_seed(0)
+        marked, plain = torch.nn.Linear(32, 4).double(), torch.nn.Linear(32, 4).double()
+        model = torch.nn.ModuleDict({"a": marked})
+        quantized_activations_(model, INT8_ROW)
+        x = torch.randn(3, 32, dtype=torch.float64)
+        quantized = quantize_activations(x, 32)
+        self.assertTrue(torch.allclose(marked(x), quantized @ marked.weight.T + marked.bias, rtol=0, atol=1e-12))
+        self.assertFalse(torch.allclose(marked(x), x @ marked.weight.T + marked.bias, rtol=0, atol=1e-6))
+        self.assertTrue(torch.allclose(plain(x), x @ plain.weight.T + plain.bias, rtol=0, atol=1e-12))
 
 
 class DirectoryTest(unittest.TestCase):
