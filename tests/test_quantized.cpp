@@ -244,6 +244,13 @@ TEST(Quantized, AMatrixThatCannotTakeTheFormatIsNamed) {
               encode_matrix(TensorView(big.data(), {1, 32}), {WeightFormat::F16, 0}, "big.weight");
             }).find("beyond F16's range"),
             std::string::npos);
+  // A group wider than the integer products sum exactly (engine/integer_product.h).
+  const Index wide = kernels::kMaxIntegerGroup + 32;
+  const std::vector<float> row(static_cast<std::size_t>(wide), 0.5f);
+  const std::string too_wide = reference::error_message(
+      [&] { encode_matrix(TensorView(row.data(), {1, wide}), {WeightFormat::Int8, 0}, "wide.weight"); });
+  EXPECT_NE(too_wide.find("wide.weight"), std::string::npos) << too_wide;
+  EXPECT_NE(too_wide.find("exactly up to 1048576"), std::string::npos) << too_wide;
 }
 
 // int4 on a width its group does not divide (48 in groups of 32; 96 in groups of 64,
