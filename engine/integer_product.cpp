@@ -157,10 +157,6 @@ ORDO_AVX2 inline __m256i lanes_nibbles(__m256i n, __m256i q) {
 
 ORDO_AVX2 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// How far ahead of the rows being read the kernels ask for memory: the hardware
-// prefetcher alone left a large matrix streaming at a third of the bandwidth.
-constexpr Index kAhead = 8192;
-
 // The weight rows of a tile and their scales.
 template <int NR>
 struct TileRows {
@@ -187,9 +183,7 @@ ORDO_AVX2 inline __attribute__((always_inline)) void group_lanes(const Quantized
     for (; k < end; k += kInt4Run) {
       __m256i n[NR];
       for (int j = 0; j < NR; ++j) {
-        const auto* run = reinterpret_cast<const std::uint8_t*>(rows.values[j]) + k / 2;
-        n[j] = unpack_int4(run);
-        _mm_prefetch(reinterpret_cast<const char*>(run + kAhead), _MM_HINT_T0);
+        n[j] = unpack_int4(reinterpret_cast<const std::uint8_t*>(rows.values[j]) + k / 2);
       }
       for (int i = 0; i < MR; ++i) {
         const __m256i q = load(a.q(i0 + i) + k);
@@ -205,10 +199,8 @@ ORDO_AVX2 inline __attribute__((always_inline)) void group_lanes(const Quantized
   for (; k + 32 <= end; k += 32) {
     __m256i v[NR], magnitude[NR];
     for (int j = 0; j < NR; ++j) {
-      const auto* values = reinterpret_cast<const std::int8_t*>(rows.values[j]) + k;
-      v[j] = load(values);
+      v[j] = load(reinterpret_cast<const std::int8_t*>(rows.values[j]) + k);
       magnitude[j] = _mm256_abs_epi8(v[j]);
-      _mm_prefetch(reinterpret_cast<const char*>(values + kAhead), _MM_HINT_T0);
     }
     for (int i = 0; i < MR; ++i) {
       const __m256i q = load(a.q(i0 + i) + k);
@@ -242,14 +234,16 @@ ORDO_AVX2 inline __attribute__((always_inline)) void group_step(const QuantizedA
 }
 
 // MR activation rows (from i0) times NR weight rows (from r): y[(i0 + i) * y_stride + r + j - first].
+// Weight rows r, r + spacing, ..., r + (NR - 1) spacing.
 template <int MR, int NR>
-ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index first, float* y,
-                         Index y_stride) {
+ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index spacing,
+                         Index first, float* y, Index y_stride) {
   TileRows<NR> rows;
   rows.int4 = w.format() == WeightFormat::Int4;
   for (int j = 0; j < NR; ++j) {
-    rows.values[j] = row_of<std::byte>(w, r + j);
-    rows.scales[j] = static_cast<const std::byte*>(w.scales()) + static_cast<std::size_t>(r + j) * w.row_scale_bytes();
+    rows.values[j] = row_of<std::byte>(w, r + j * spacing);
+    rows.scales[j] =
+        static_cast<const std::byte*>(w.scales()) + static_cast<std::size_t>(r + j * spacing) * w.row_scale_bytes();
   }
   __m256 even[MR][NR], odd[MR][NR];
   for (int i = 0; i < MR; ++i)
@@ -260,26 +254,34 @@ ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, I
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j)
-      y[(i0 + i) * y_stride + (r + j - first)] = integer_detail::final_sum(even[i][j], odd[i][j]);
+      y[(i0 + i) * y_stride + (r + j * spacing - first)] = integer_detail::final_sum(even[i][j], odd[i][j]);
 }
 
-// A panel of weight rows (in L2) meets every tile of activation rows (in L1).
+// One row of activations streams the matrix once, NR rows at a time half the matrix
+// apart (two sequential streams for the hardware prefetcher); more rows: a panel of
+// weight rows (in L2) meets every tile of activation rows (in L1).
 ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
                             Index y_stride) {
   constexpr Index kPanel = 64;
   constexpr int MR = 2, NR = 2;
+  if (a.rows() < MR) {
+    const Index half = count / NR;
+    for (Index r = first; r < first + half; ++r) tile_avx2<1, NR>(a, w, 0, r, half, first, y, y_stride);
+    for (Index r = first + NR * half; r < first + count; ++r) tile_avx2<1, 1>(a, w, 0, r, 1, first, y, y_stride);
+    return;
+  }
   for (Index panel = first; panel < first + count; panel += kPanel) {
     const Index end = std::min(first + count, panel + kPanel);
     Index i0 = 0;
     for (; i0 + MR <= a.rows(); i0 += MR) {
       Index r = panel;
-      for (; r + NR <= end; r += NR) tile_avx2<MR, NR>(a, w, i0, r, first, y, y_stride);
-      for (; r < end; ++r) tile_avx2<MR, 1>(a, w, i0, r, first, y, y_stride);
+      for (; r + NR <= end; r += NR) tile_avx2<MR, NR>(a, w, i0, r, 1, first, y, y_stride);
+      for (; r < end; ++r) tile_avx2<MR, 1>(a, w, i0, r, 1, first, y, y_stride);
     }
     for (; i0 < a.rows(); ++i0) {
       Index r = panel;
-      for (; r + NR <= end; r += NR) tile_avx2<1, NR>(a, w, i0, r, first, y, y_stride);
-      for (; r < end; ++r) tile_avx2<1, 1>(a, w, i0, r, first, y, y_stride);
+      for (; r + NR <= end; r += NR) tile_avx2<1, NR>(a, w, i0, r, 1, first, y, y_stride);
+      for (; r < end; ++r) tile_avx2<1, 1>(a, w, i0, r, 1, first, y, y_stride);
     }
   }
 }
