@@ -51,6 +51,13 @@ const T* row_of(const WeightMatrix& w, Index r) {
   return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
 }
 
+// acc += the four-product lane sums of unsigned a and signed b, in place. GCC 12 copies
+// the accumulator of _mm512_dpbusd_epi32 to a fresh register and back on every call
+// (three instructions for one), and the copies spilled the 4 x 4 tile's accumulators.
+ORDO_VNNI inline void dot_add(__m512i& acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %[b], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [b] "v"(b));
+}
+
 // The lanes of two runs of 32 added into the definition's eight (exact).
 ORDO_VNNI inline __m256i fold(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
@@ -85,11 +92,11 @@ ORDO_VNNI void group_int8(const QuantizedActivations& a, Index i0, const std::in
     __m512i v[NR];
     for (int j = 0; j < NR; ++j) {
       v[j] = in == ~__mmask64{0} ? _mm512_loadu_si512(rows[j] + k) : _mm512_maskz_loadu_epi8(in, rows[j] + k);
-      weight_sum[j] = _mm512_dpbusd_epi32(weight_sum[j], ones, v[j]);
+      dot_add(weight_sum[j], ones, v[j]);
     }
     for (int i = 0; i < MR; ++i) {
       const __m512i q = _mm512_loadu_si512(a.q_unsigned(i0 + i) + k);
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], q, v[j]);
+      for (int j = 0; j < NR; ++j) dot_add(acc[i][j], q, v[j]);
     }
   };
   Index k = begin;
@@ -114,7 +121,7 @@ ORDO_VNNI void group_int4(const QuantizedActivations& a, Index i0, const std::ui
     for (int j = 0; j < NR; ++j) n[j] = unpack_int4_pair(rows[j] + k / 2);
     for (int i = 0; i < MR; ++i) {
       const __m512i q = _mm512_loadu_si512(a.q(i0 + i) + k);
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], n[j], q);
+      for (int j = 0; j < NR; ++j) dot_add(acc[i][j], n[j], q);
     }
   }
   for (int i = 0; i < MR; ++i) {
