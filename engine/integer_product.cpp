@@ -303,7 +303,10 @@ void integer_product_on(KernelPath path, const QuantizedActivations& a, const We
                 "ask for a path at most kernels::widest_kernel_path()");
   assert(integer_product_takes(w) && a.cols() == w.cols() && a.group() == w.group());
 #if defined(__x86_64__)
-  if (path == KernelPath::Avx512 && avx512::integer_product_takes(w))
+  // int8 decode steps (a row or a few) stream faster through the AVX2 kernel (3.8x f32
+  // against 3.2x on the bench model, one thread): the same numbers either way.
+  const bool int8_rows = w.format() == WeightFormat::Int8 && a.rows() < 4;
+  if (path == KernelPath::Avx512 && avx512::integer_product_takes(w) && !int8_rows)
     return avx512::integer_product(a, w, first, count, y, y_stride);
   if (path >= KernelPath::Avx2) return product_avx2(a, w, first, count, y, y_stride);
 #endif
