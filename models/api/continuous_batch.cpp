@@ -167,7 +167,11 @@ struct ContinuousBatch::Impl {
 
   // Moves what the live set finished into `finished`, completed as decode_open does.
   void collect() {
-    for (auto& [key, result] : live.take_finished()) {
+    for (auto& finished_one : live.take_finished()) {
+      // Named members, not a structured binding: clang 14 (the fuzz build's) refuses a
+      // binding captured by a lambda, which C++20 allows.
+      const auto& key = finished_one.first;
+      auto& result = finished_one.second;
       const auto it = pending.find(key);
       if (it == pending.end()) continue;  // failed by its callback meanwhile
       std::unique_ptr<Pending> p = std::move(it->second);
