@@ -16,6 +16,7 @@
 #include "engine/integer_product.h"
 #include "engine/kernel_path.h"
 #include "models/quantize.h"
+#include "tests/reference.h"
 
 namespace ordo {
 namespace {
@@ -25,10 +26,7 @@ using kernels::QuantizedActivations;
 
 std::vector<float> random_values(Index count, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-scale, scale);
-  std::vector<float> values(static_cast<std::size_t>(count));
-  for (float& v : values) v = uniform(rng);
-  return values;
+  return reference::random_vector(count, rng, -scale, scale);
 }
 
 struct Case {

@@ -37,10 +37,7 @@ const fs::path kWeights = fs::path(ORDO_SOURCE_DIR) / "weights";
 
 std::vector<float> random_values(Index count, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-scale, scale);
-  std::vector<float> values(static_cast<std::size_t>(count));
-  for (float& v : values) v = uniform(rng);
-  return values;
+  return reference::random_vector(count, rng, -scale, scale);
 }
 
 struct Case {
@@ -495,6 +492,19 @@ std::function<std::vector<std::byte>()> filled(Index count, T value) {
   };
 }
 
+// Rewrites tensor `name` [rows, cols] and its scale as int8 with a scale per row: what an
+// int4 model holds for a width its group does not divide.
+void store_as_int8(std::vector<EncodedTensor>& tensors, const std::string& name, Index rows, Index cols) {
+  EncodedTensor& w = tensor_named(tensors, name);
+  w.dtype = DType::I8;
+  w.shape = {rows, cols};
+  w.bytes = filled<std::int8_t>(rows * cols, 1);
+  EncodedTensor& s = tensor_named(tensors, name + "_scale");
+  s.dtype = DType::F32;
+  s.shape = {rows};
+  s.bytes = filled<float>(rows, 0.01f);
+}
+
 TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
   const std::string weight = "model.decoder.layers.0.fc1.weight";
   const std::string scale = weight + "_scale";
@@ -539,14 +549,7 @@ TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
        {scale, "finite and > 0"}},
       {"an I8 weight in an int4 model, where int4 would fit", "int4",
        [&](auto& t) {
-         EncodedTensor& w = tensor_named(t, weight);
-         w.dtype = DType::I8;
-         w.shape = {256, 128};
-         w.bytes = filled<std::int8_t>(256 * 128, 1);
-         EncodedTensor& s = tensor_named(t, scale);
-         s.dtype = DType::F32;
-         s.shape = {256};
-         s.bytes = filled<float>(256, 0.01f);
+         store_as_int8(t, weight, 256, 128);
        },
        {weight, "I8 (int8) in an int4 model", "128 weights", "group_size=32", "only when group_size does not divide"}},
       {"a scale beside an F32 weight", "f32",
@@ -613,14 +616,7 @@ TEST(Quantized, AMixedInt4DirectoryIsHeldToItsRule) {
   const std::vector<Broken> cases = {
       {"an I8 weight where int4 would fit",
        [&](auto& t) {
-         EncodedTensor& w = tensor_named(t, packed);
-         w.dtype = DType::I8;
-         w.shape = {40, 64};
-         w.bytes = filled<std::int8_t>(40 * 64, 1);
-         EncodedTensor& s = tensor_named(t, packed + "_scale");
-         s.dtype = DType::F32;
-         s.shape = {40};
-         s.bytes = filled<float>(40, 0.01f);
+         store_as_int8(t, packed, 40, 64);
        },
        unchanged, {packed, "I8 (int8) in an int4 model", "64 weights", "group_size=32"}},
       {"a U8 weight whose width the group does not divide",
