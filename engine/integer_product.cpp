@@ -11,6 +11,10 @@
 #include "engine/integer_product_avx512.h"
 #include "engine/integer_product_internal.h"
 
+#if defined(__x86_64__)
+#define ORDO_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
 namespace ordo::kernels {
 
 namespace integer_detail {
@@ -46,7 +50,102 @@ void grow(std::vector<T>& buffer, Index size) {
 
 }  // namespace
 
-void QuantizedActivations::quantize(ConstMatrixRef x, Index group) {
+namespace {
+
+// One group of a row: q and the group's scale (0 when tiny, NaN when not finite), and
+// 8 * the lane sums of q into offsets. Returns the scale.
+float quantize_group_portable(const float* x, Index n, std::int8_t* q, std::int32_t* offsets) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (Index k = 0; k < n; ++k) {
+    const float magnitude = std::fabs(x[k]);
+    finite = finite && magnitude <= std::numeric_limits<float>::max();
+    amax = std::max(amax, magnitude);
+  }
+  std::fill(offsets, offsets + 8, 0);
+  if (!finite || amax < kTinyGroup) {
+    std::fill(q, q + n, std::int8_t{0});
+    return finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  }
+  const float inverse = 127.0f / amax;
+  for (Index k = 0; k < n; ++k) {
+    // |x[k] * inverse| <= 127 (1 + 2^-23): it rounds into [-127, 127].
+    const auto value = static_cast<std::int32_t>(round_to_even(x[k] * inverse));
+    q[k] = static_cast<std::int8_t>(value);
+    offsets[lane_of(k)] += 8 * value;
+  }
+  return amax / 127.0f;
+}
+
+#if defined(__x86_64__)
+// The same numbers, 32 values at a time: the same product x * inverse and the same
+// rounding (the float addition above, then an exact conversion), a maximum (exact in any
+// order) and integer lane sums. The portable code finishes a group's last values.
+ORDO_AVX2 float quantize_group_avx2(const float* x, Index n, std::int8_t* q, std::int32_t* offsets) {
+  const __m256 magnitude_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
+  const Index vector_end = n / 32 * 32;
+  __m256 amax = _mm256_setzero_ps(), not_finite = _mm256_setzero_ps();
+  for (Index k = 0; k < vector_end; k += 8) {
+    const __m256 magnitude = _mm256_and_ps(_mm256_loadu_ps(x + k), magnitude_mask);
+    amax = _mm256_max_ps(amax, magnitude);
+    not_finite = _mm256_or_ps(not_finite, _mm256_cmp_ps(magnitude, largest, _CMP_NLE_UQ));  // NaN or inf
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, amax);
+  float group_max = 0.0f;
+  bool finite = _mm256_movemask_ps(not_finite) == 0;
+  for (const float v : lanes) group_max = std::max(group_max, v);
+  for (Index k = vector_end; k < n; ++k) {
+    const float magnitude = std::fabs(x[k]);
+    finite = finite && magnitude <= std::numeric_limits<float>::max();
+    group_max = std::max(group_max, magnitude);
+  }
+  std::fill(offsets, offsets + 8, 0);
+  if (!finite || group_max < kTinyGroup) {
+    std::fill(q, q + n, std::int8_t{0});
+    return finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  }
+  const float inverse_scalar = 127.0f / group_max;
+  const __m256 inverse = _mm256_set1_ps(inverse_scalar), shift = _mm256_set1_ps(12582912.0f);
+  // packs leave dwords in the order 0, 2, 4, 6, 1, 3, 5, 7 of the wanted one.
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i lane_sums = _mm256_setzero_si256();
+  for (Index k = 0; k < vector_end; k += 32) {
+    __m256i v[4];
+    for (int j = 0; j < 4; ++j) {
+      const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * j), inverse);
+      v[j] = _mm256_cvttps_epi32(_mm256_sub_ps(_mm256_add_ps(scaled, shift), shift));
+    }
+    const __m256i bytes = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k), bytes);
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes);
+    lane_sums = _mm256_add_epi32(lane_sums, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(offsets), _mm256_slli_epi32(lane_sums, 3));
+  for (Index k = vector_end; k < n; ++k) {
+    const auto value = static_cast<std::int32_t>(round_to_even(x[k] * inverse_scalar));
+    q[k] = static_cast<std::int8_t>(value);
+    offsets[lane_of(k)] += 8 * value;
+  }
+  return group_max / 127.0f;
+}
+
+ORDO_AVX2 void to_unsigned_avx2(const std::int8_t* q, Index n, std::uint8_t* u) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (Index k = 0; k < n; k += 32) {  // n is a multiple of 64
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + k), _mm256_xor_si256(v, flip));
+  }
+}
+#endif
+
+}  // namespace
+
+void QuantizedActivations::quantize(ConstMatrixRef x, Index group) { quantize_on(kernel_path(), x, group); }
+
+void QuantizedActivations::quantize_on(KernelPath path, ConstMatrixRef x, Index group) {
   assert(group > 0 && x.cols() % group == 0);
   rows_ = x.rows();
   cols_ = x.cols();
@@ -58,39 +157,34 @@ void QuantizedActivations::quantize(ConstMatrixRef x, Index group) {
   grow(scales_, rows_ * groups_);
   grow(lane_scales_, rows_ * groups_ * 8);
   grow(nibble_offsets_, rows_ * groups_ * 8);
+#if defined(__x86_64__)
+  const bool avx2 = path >= KernelPath::Avx2 && widest_kernel_path() >= KernelPath::Avx2;
+#else
+  const bool avx2 = false;
+#endif
   for (Index i = 0; i < rows_; ++i) {
     const float* row = x.data() + i * x.stride();
     std::int8_t* q = q_.data() + i * stride_;
     for (Index g = 0; g < groups_; ++g) {
-      const Index begin = g * group, end = begin + group;
-      float amax = 0.0f;
-      bool finite = true;
-      for (Index k = begin; k < end; ++k) {
-        const float magnitude = std::fabs(row[k]);
-        finite = finite && magnitude <= std::numeric_limits<float>::max();
-        amax = std::max(amax, magnitude);
-      }
-      float scale = 0.0f;
       std::int32_t* offsets = nibble_offsets_.data() + (i * groups_ + g) * 8;
-      std::fill(offsets, offsets + 8, 0);
-      if (!finite || amax < kTinyGroup) {
-        if (!finite) scale = std::numeric_limits<float>::quiet_NaN();
-        std::fill(q + begin, q + end, std::int8_t{0});
-      } else {
-        scale = amax / 127.0f;
-        const float inverse = 127.0f / amax;
-        for (Index k = begin; k < end; ++k) {
-          // |row[k] * inverse| <= 127 (1 + 2^-23): it rounds into [-127, 127].
-          const auto value = static_cast<std::int32_t>(round_to_even(row[k] * inverse));
-          q[k] = static_cast<std::int8_t>(value);
-          offsets[lane_of(k - begin)] += 8 * value;
-        }
-      }
+      const Index begin = g * group;
+#if defined(__x86_64__)
+      const float scale = avx2 ? quantize_group_avx2(row + begin, group, q + begin, offsets)
+                               : quantize_group_portable(row + begin, group, q + begin, offsets);
+#else
+      const float scale = quantize_group_portable(row + begin, group, q + begin, offsets);
+#endif
       scales_[static_cast<std::size_t>(i * groups_ + g)] = scale;
       std::fill_n(lane_scales_.data() + (i * groups_ + g) * 8, 8, scale);
     }
     std::fill(q + cols_, q + stride_, std::int8_t{0});
     std::uint8_t* u = q_unsigned_.data() + i * stride_;
+#if defined(__x86_64__)
+    if (avx2) {
+      to_unsigned_avx2(q, stride_, u);
+      continue;
+    }
+#endif
     for (Index k = 0; k < stride_; ++k) u[k] = static_cast<std::uint8_t>(q[k] + 128);
   }
 }
@@ -133,7 +227,6 @@ float product_portable(const QuantizedActivations& a, Index i, const WeightMatri
 // pairs to 16 bits; vpmaddwd adds pairs of those to 32 bits: lane l holds weights 4l..4l+3
 // of a run of 32, the definition's lanes.
 
-#define ORDO_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 // int8: the unsigned operand is |w| (at most 128), the signed one q with w's sign (at most
 // 127), so a pair sums to at most 2 * 128 * 127 < 2^15: vpmaddubsw never saturates.

@@ -46,6 +46,9 @@ class QuantizedActivations {
  public:
   // Quantizes every row of x in groups of `group` columns (a divisor of x.cols()).
   void quantize(ConstMatrixRef x, Index group);
+  // quantize with the given path's instructions (the same numbers on every path), so that
+  // tests can compare them. A path wider than the CPU's runs the widest it has.
+  void quantize_on(KernelPath path, ConstMatrixRef x, Index group);
 
   Index rows() const { return rows_; }
   Index cols() const { return cols_; }

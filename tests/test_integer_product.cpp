@@ -111,7 +111,7 @@ std::vector<KernelPath> paths() {
 
 std::vector<float> product(KernelPath path, const std::vector<float>& x, Index m, const WeightMatrix& w) {
   QuantizedActivations a;
-  a.quantize(ConstMatrixRef(x.data(), m, w.cols()), w.group());
+  a.quantize_on(path, ConstMatrixRef(x.data(), m, w.cols()), w.group());
   std::vector<float> y(static_cast<std::size_t>(m * w.rows()));
   kernels::integer_product_on(path, a, w, 0, w.rows(), y.data(), w.rows());
   return y;
@@ -226,19 +226,69 @@ TEST(IntegerProduct, ZeroTinyAndNonFiniteRows) {
 }
 
 // The row's largest magnitude becomes +-127, every q is in [-127, 127], halves round to
-// even, and the padding is zeros. With max |x| = 127 the step is exactly 1.
+// even, and the padding is zeros. With max |x| = 127 the step is exactly 1. Eight values
+// repeated eight times: the vector paths take 32 at a time and finish a group's rest as
+// the portable path does, so this row goes through both on every path.
 TEST(IntegerProduct, ActivationsQuantizeAsTheDefinitionSays) {
-  const std::vector<float> x = {2.5f, -127.0f, 3.5f, -0.5f, 0.0f, 126.6f, 1.49f, 100.0f};
-  QuantizedActivations a;
-  a.quantize(ConstMatrixRef(x.data(), 1, 8), 8);
-  EXPECT_EQ(a.scales(0)[0], 1.0f);
+  const std::vector<float> pattern = {2.5f, -127.0f, 3.5f, -0.5f, 0.0f, 126.6f, 1.49f, 100.0f};
   const std::vector<int> want = {2, -127, 4, 0, 0, 127, 1, 100};
-  for (Index k = 0; k < 8; ++k) EXPECT_EQ(a.q(0)[k], want[static_cast<std::size_t>(k)]) << k;
-  for (Index k = 8; k < 64; ++k) EXPECT_EQ(a.q(0)[k], 0) << "padding " << k;
-  // lanes of four: {2, -127, 4, 0} and {0, 127, 1, 100}, times 8
-  EXPECT_EQ(a.nibble_offsets(0)[0], 8 * (2 - 127 + 4));
-  EXPECT_EQ(a.nibble_offsets(0)[1], 8 * (127 + 1 + 100));
-  EXPECT_EQ(a.q_unsigned(0)[1], 1);
+  for (const Index cols : {Index{8}, Index{64}, Index{72}}) {
+    std::vector<float> x;
+    for (Index k = 0; k < cols; ++k) x.push_back(pattern[static_cast<std::size_t>(k % 8)]);
+    for (const KernelPath path : paths()) {
+      SCOPED_TRACE(std::string(kernels::kernel_path_name(path)) + ", " + std::to_string(cols) + " columns");
+      QuantizedActivations a;
+      a.quantize_on(path, ConstMatrixRef(x.data(), 1, cols), cols);
+      EXPECT_EQ(a.scales(0)[0], 1.0f);
+      for (Index k = 0; k < cols; ++k) EXPECT_EQ(a.q(0)[k], want[static_cast<std::size_t>(k % 8)]) << k;
+      for (Index k = cols; k < (cols + 63) / 64 * 64; ++k) EXPECT_EQ(a.q(0)[k], 0) << "padding " << k;
+      // lanes of four: {2, -127, 4, 0} and {0, 127, 1, 100}, times 8, once a run of 32
+      const int runs = static_cast<int>((cols + 31) / 32);
+      EXPECT_EQ(a.nibble_offsets(0)[0], runs * 8 * (2 - 127 + 4));
+      EXPECT_EQ(a.nibble_offsets(0)[1], runs * 8 * (127 + 1 + 100));
+      EXPECT_EQ(a.q_unsigned(0)[1], 1);
+    }
+  }
+}
+
+// Every buffer the kernels read is the same bit for bit on every path: q, q + 128, the
+// scales and the lane offsets, for groups of whole vectors, with a rest and shorter than
+// a vector, and rows of ties, zeros, tiny values, a NaN among the vector part and an
+// infinity in the rest.
+TEST(IntegerProduct, EveryPathQuantizesAlike) {
+  const Index shapes[][2] = {{37, 37}, {344, 344}, {1000, 1000}, {96, 32}, {768, 64}, {12, 3}, {1088, 64}};
+  for (const auto& shape : shapes) {
+    const Index cols = shape[0], group = shape[1], rows = 6;
+    std::vector<float> x = random_values(rows * cols, 21, 3.0f);
+    for (Index k = 0; k < cols; ++k) x[static_cast<std::size_t>(k)] = static_cast<float>(k % 255) - 127.0f + 0.5f * (k % 2);
+    std::fill(x.begin() + cols, x.begin() + 2 * cols, 0.0f);
+    std::fill(x.begin() + 2 * cols, x.begin() + 3 * cols, 1e-37f);
+    x[static_cast<std::size_t>(3 * cols + 1)] = std::numeric_limits<float>::quiet_NaN();
+    x[static_cast<std::size_t>(4 * cols + cols - 1)] = std::numeric_limits<float>::infinity();
+    QuantizedActivations want;
+    want.quantize_on(KernelPath::Portable, ConstMatrixRef(x.data(), rows, cols), group);
+    for (const KernelPath path : paths()) {
+      SCOPED_TRACE(std::string(kernels::kernel_path_name(path)) + ", " + std::to_string(cols) + " columns in groups of " +
+                   std::to_string(group));
+      QuantizedActivations got;
+      got.quantize_on(path, ConstMatrixRef(x.data(), rows, cols), group);
+      const Index stride = (cols + 63) / 64 * 64, groups = cols / group;
+      for (Index i = 0; i < rows; ++i) {
+        for (Index k = 0; k < stride; ++k) {
+          ASSERT_EQ(got.q(i)[k], want.q(i)[k]) << "row " << i << ", q " << k;
+          ASSERT_EQ(got.q_unsigned(i)[k], want.q_unsigned(i)[k]) << "row " << i << ", q + 128 " << k;
+        }
+        for (Index g = 0; g < groups; ++g) {
+          ASSERT_EQ(float_to_bits(got.scales(i)[g]), float_to_bits(want.scales(i)[g])) << "row " << i << ", group " << g;
+          for (Index l = 0; l < 8; ++l) {
+            ASSERT_EQ(float_to_bits(got.lane_scales(i)[g * 8 + l]), float_to_bits(want.scales(i)[g]));
+            ASSERT_EQ(got.nibble_offsets(i)[g * 8 + l], want.nibble_offsets(i)[g * 8 + l])
+                << "row " << i << ", group " << g << ", lane " << l;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
