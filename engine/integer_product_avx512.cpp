@@ -66,12 +66,11 @@ ORDO_VNNI inline __m256i fold(__m512i v) {
 // Two runs of 32 int4 weights (32 bytes) as 64 unsigned bytes n (0..15) in weight order:
 // the low nibbles of a run are its weights 0..15, the high ones 16..31.
 ORDO_VNNI inline __m512i unpack_int4_pair(const std::uint8_t* runs) {
-  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(runs));
-  const __m256i mask = _mm256_set1_epi8(0x0f);
-  const __m256i low = _mm256_and_si256(bytes, mask), high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-  // [run 0 low, run 1 low, run 0 high, run 1 high] -> [run 0 low, run 0 high, run 1 low, run 1 high]
-  const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-  return _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
+  const __m512i bytes = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(runs)));
+  // 128-bit lanes [run 0, run 0, run 1, run 1], the second of each shifted right by 4.
+  const __m512i twice = _mm512_shuffle_i64x2(bytes, bytes, _MM_SHUFFLE(1, 1, 0, 0));
+  const __m512i shifted = _mm512_srlv_epi64(twice, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+  return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0f));
 }
 
 // A group's lanes for MR activation rows and NR weight rows, into p[i][j]. int8: the
@@ -163,6 +162,14 @@ ORDO_VNNI void tile_by_group(const QuantizedActivations& a, const WeightMatrix& 
     for (int j = 0; j < NR; ++j) y[(i0 + i) * y_stride + (r + j * spacing - first)] = final_sum(t[i][j][0], t[i][j][1]);
 }
 
+// Lanes 0-7 take scale 2p of a block of 16, lanes 8-15 scale 2p + 1.
+alignas(64) constexpr std::int32_t kPairScales[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},         {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},         {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},         {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13}, {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+};
+
 // int4 in groups of 32, rows of a multiple of 64: each 64 bytes are groups g (lanes 0-7)
 // and g + 1 (lanes 8-15), g even, and the definition's two chains of totals (even and
 // odd groups) are the two halves of one 16-lane vector.
@@ -177,28 +184,42 @@ ORDO_VNNI void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
     scales[j] = reinterpret_cast<const std::uint16_t*>(static_cast<const std::byte*>(w.scales()) +
                                                         static_cast<std::size_t>(r + j * spacing) * w.row_scale_bytes());
   }
-  // Lanes 0-7 take the first of two converted scales, lanes 8-15 the second.
-  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   __m512 t[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) t[i][j] = _mm512_setzero_ps();
+  // One activation row (a decode step): a weight row's scales of 16 groups at a time,
+  // converted once, and each step picks its two (10% faster). Tiles of more rows convert
+  // each step's two, which leaves the registers their totals need.
+  __m512 block_scales[NR];
   for (Index k = 0; k < a.cols(); k += 64) {
     const Index g = k / 32;
     __m512i n[NR];
     __m512 weight_scales[NR];
-    for (int j = 0; j < NR; ++j) {
-      n[j] = unpack_int4_pair(rows[j] + k / 2);
-      std::uint32_t pair;
-      __builtin_memcpy(&pair, scales[j] + g, sizeof pair);
-      const __m256 two = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(pair))));
-      weight_scales[j] = _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(two));
+    if constexpr (MR == 1) {
+      if (g % 16 == 0) {
+        const Index left = a.groups() - g;
+        const auto mask = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+        for (int j = 0; j < NR; ++j) block_scales[j] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, scales[j] + g));
+      }
+      const __m512i pick = _mm512_load_si512(kPairScales[g % 16 / 2]);
+      for (int j = 0; j < NR; ++j) weight_scales[j] = _mm512_permutexvar_ps(pick, block_scales[j]);
+    } else {
+      for (int j = 0; j < NR; ++j) {
+        std::uint32_t pair;
+        __builtin_memcpy(&pair, scales[j] + g, sizeof pair);
+        const __m256 two = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(pair))));
+        weight_scales[j] = _mm512_permutexvar_ps(_mm512_load_si512(kPairScales[0]), _mm512_castps256_ps512(two));
+      }
     }
+    for (int j = 0; j < NR; ++j) n[j] = unpack_int4_pair(rows[j] + k / 2);
     for (int i = 0; i < MR; ++i) {
       const __m512i q = _mm512_loadu_si512(a.q(i0 + i) + k);
-      const __m512i offsets = _mm512_loadu_si512(a.nibble_offsets(i0 + i) + g * 8);
+      // vpdpbusd adds n q to minus the offsets: P = n q - offsets in one instruction.
+      const __m512i minus_offsets =
+          _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(a.nibble_offsets(i0 + i) + g * 8));
       const __m512 activation_scales = _mm512_loadu_ps(a.lane_scales(i0 + i) + g * 8);
       for (int j = 0; j < NR; ++j) {
-        const __m512i lanes = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), n[j], q), offsets);
+        const __m512i lanes = _mm512_dpbusd_epi32(minus_offsets, n[j], q);
         const __m512 c = _mm512_mul_ps(activation_scales, weight_scales[j]);
         t[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes), c, t[i][j]);
       }
