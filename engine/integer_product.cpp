@@ -145,7 +145,7 @@ ORDO_AVX2 void to_unsigned_avx2(const std::int8_t* q, Index n, std::uint8_t* u) 
 
 void QuantizedActivations::quantize(ConstMatrixRef x, Index group) { quantize_on(kernel_path(), x, group); }
 
-void QuantizedActivations::quantize_on(KernelPath path, ConstMatrixRef x, Index group) {
+void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMatrixRef x, Index group) {
   assert(group > 0 && x.cols() % group == 0);
   rows_ = x.rows();
   cols_ = x.cols();

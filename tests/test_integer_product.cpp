@@ -252,19 +252,22 @@ TEST(IntegerProduct, ActivationsQuantizeAsTheDefinitionSays) {
 }
 
 // Every buffer the kernels read is the same bit for bit on every path: q, q + 128, the
-// scales and the lane offsets, for groups of whole vectors, with a rest and shorter than
-// a vector, and rows of ties, zeros, tiny values, a NaN among the vector part and an
-// infinity in the rest.
+// scales and the lane offsets, for groups of whole vectors, with a rest, shorter than a
+// vector and starting mid-vector (two groups of 37), and rows of ties, zeros, tiny
+// values, a NaN among the vector part, an infinity and a NaN in the rest, and a largest
+// value in the rest.
 TEST(IntegerProduct, EveryPathQuantizesAlike) {
-  const Index shapes[][2] = {{37, 37}, {344, 344}, {1000, 1000}, {96, 32}, {768, 64}, {12, 3}, {1088, 64}};
+  const Index shapes[][2] = {{37, 37}, {74, 37}, {344, 344}, {1000, 1000}, {96, 32}, {768, 64}, {12, 3}, {1088, 64}};
   for (const auto& shape : shapes) {
-    const Index cols = shape[0], group = shape[1], rows = 6;
+    const Index cols = shape[0], group = shape[1], rows = 8;
     std::vector<float> x = random_values(rows * cols, 21, 3.0f);
     for (Index k = 0; k < cols; ++k) x[static_cast<std::size_t>(k)] = static_cast<float>(k % 255) - 127.0f + 0.5f * (k % 2);
     std::fill(x.begin() + cols, x.begin() + 2 * cols, 0.0f);
     std::fill(x.begin() + 2 * cols, x.begin() + 3 * cols, 1e-37f);
     x[static_cast<std::size_t>(3 * cols + 1)] = std::numeric_limits<float>::quiet_NaN();
     x[static_cast<std::size_t>(4 * cols + cols - 1)] = std::numeric_limits<float>::infinity();
+    x[static_cast<std::size_t>(5 * cols + cols - 1)] = 200.0f;  // the largest in the rest, after the vectors
+    x[static_cast<std::size_t>(6 * cols + cols - 2)] = std::numeric_limits<float>::quiet_NaN();
     QuantizedActivations want;
     want.quantize_on(KernelPath::Portable, ConstMatrixRef(x.data(), rows, cols), group);
     for (const KernelPath path : paths()) {
