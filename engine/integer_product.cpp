@@ -187,6 +187,34 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
 #endif
     for (Index k = 0; k < stride_; ++k) u[k] = static_cast<std::uint8_t>(q[k] + 128);
   }
+  if (pairs()) arrange_pairs();
+}
+
+void QuantizedActivations::arrange_pairs() {
+  grow(pair_q_, rows_ * stride_);
+  grow(pair_offsets_, rows_ * groups_ * 8);
+  grow(pair_scales_, rows_ * groups_ * 4);
+  for (Index i = 0; i < rows_; ++i) {
+    const std::int8_t* from = q(i);
+    std::int8_t* to = pair_q_.data() + i * stride_;
+    for (Index k = 0; k < cols_; k += 64) {
+      std::copy_n(from + k, 16, to + k);
+      std::copy_n(from + k + 32, 16, to + k + 16);
+      std::copy_n(from + k + 16, 16, to + k + 32);
+      std::copy_n(from + k + 48, 16, to + k + 48);
+    }
+    for (Index g = 0; g < groups_; g += 2) {
+      const std::int32_t* offsets = nibble_offsets(i) + g * 8;
+      std::int32_t* pair = pair_offsets_.data() + i * groups_ * 8 + g * 8;
+      std::copy_n(offsets, 4, pair);
+      std::copy_n(offsets + 8, 4, pair + 4);
+      std::copy_n(offsets + 4, 4, pair + 8);
+      std::copy_n(offsets + 12, 4, pair + 12);
+      float* pair_scales = pair_scales_.data() + i * groups_ * 4 + g * 4;
+      std::fill_n(pair_scales, 4, scales(i)[g]);
+      std::fill_n(pair_scales + 4, 4, scales(i)[g + 1]);
+    }
+  }
 }
 
 namespace {
@@ -350,6 +378,56 @@ ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, I
       y[(i0 + i) * y_stride + (r + j * spacing - first)] = integer_detail::final_sum(even[i][j], odd[i][j]);
 }
 
+// int4 groups of 32, one activation row (a decode step), two groups a step: the 32
+// packed bytes of groups g and g + 1 (g even) unpack in three instructions to their low
+// nibbles [g 0-15, g+1 0-15] and high ones [g 16-31, g+1 16-31], against q arranged to
+// match (QuantizedActivations::pair_q), so vpmaddwd's lanes are [g 0-3, g+1 0-3] and
+// [g 4-7, g+1 4-7], and each group's float step is half of two vector ones with its
+// scales converted two at a time. The totals keep that order: "low" holds the even
+// chain's lanes 0-3 and the odd chain's 0-3, "high" their 4-7, put back for the sum.
+// Rows r, r + spacing, ..., r + (NR - 1) spacing.
+template <int NR>
+ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i, Index r, Index spacing,
+                              Index first, float* y) {
+  const std::uint8_t* rows[NR];
+  const std::uint16_t* scales[NR];
+  for (int j = 0; j < NR; ++j) {
+    rows[j] = row_of<std::uint8_t>(w, r + j * spacing);
+    scales[j] = reinterpret_cast<const std::uint16_t*>(static_cast<const std::byte*>(w.scales()) +
+                                                        static_cast<std::size_t>(r + j * spacing) * w.row_scale_bytes());
+  }
+  const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const std::int8_t* q = a.pair_q(i);
+  const std::int32_t* offsets = a.pair_offsets(i);
+  const float* activation_scales = a.pair_scales(i);
+  __m256 low[NR], high[NR];
+  for (int j = 0; j < NR; ++j) low[j] = high[j] = _mm256_setzero_ps();
+  for (Index k = 0; k < a.cols(); k += 64) {
+    const Index g = k / 32;
+    const __m256i q_low = load(q + k), q_high = load(q + k + 32);
+    const __m256i offsets_low = load(offsets + g * 8), offsets_high = load(offsets + g * 8 + 8);
+    const __m256 s = _mm256_loadu_ps(activation_scales + g * 4);
+    for (int j = 0; j < NR; ++j) {
+      const __m256i bytes = load(rows[j] + k / 2);
+      const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+      const __m256i p_low = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, q_low), ones), offsets_low);
+      const __m256i p_high = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, q_high), ones), offsets_high);
+      std::uint32_t pair;
+      __builtin_memcpy(&pair, scales[j] + g, sizeof pair);
+      const __m256 weight_scales = _mm256_permutevar8x32_ps(
+          _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(pair)))), spread);
+      const __m256 c = _mm256_mul_ps(s, weight_scales);
+      low[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_low), c, low[j]);
+      high[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_high), c, high[j]);
+    }
+  }
+  for (int j = 0; j < NR; ++j) {
+    const __m256 even = _mm256_permute2f128_ps(low[j], high[j], 0x20), odd = _mm256_permute2f128_ps(low[j], high[j], 0x31);
+    y[r + j * spacing - first] = integer_detail::final_sum(even, odd);
+  }
+}
+
 // One row of activations streams the matrix once, NR rows at a time half the matrix
 // apart (two sequential streams for the hardware prefetcher); more rows: a panel of
 // weight rows (in L2) meets every tile of activation rows (in L1).
@@ -357,6 +435,12 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
                             Index y_stride) {
   constexpr Index kPanel = 64;
   constexpr int MR = 2, NR = 2;
+  if (a.rows() == 1 && w.format() == WeightFormat::Int4 && a.pairs()) {
+    const Index half = count / NR;
+    for (Index r = first; r < first + half; ++r) row_int4_pairs<NR>(a, w, 0, r, half, first, y);
+    for (Index r = first + NR * half; r < first + count; ++r) row_int4_pairs<1>(a, w, 0, r, 1, first, y);
+    return;
+  }
   if (a.rows() < MR) {
     const Index half = count / NR;
     for (Index r = first; r < first + half; ++r) tile_avx2<1, NR>(a, w, 0, r, half, first, y, y_stride);

@@ -64,14 +64,28 @@ class QuantizedActivations {
   // Row i's 8 * (sum of q over lane l of group g), at [g * 8 + l]: int4's nibbles n carry
   // +8, and P = lanes of n * q minus these.
   const std::int32_t* nibble_offsets(Index i) const { return nibble_offsets_.data() + i * groups_ * 8; }
+  // For groups of 32 in rows of a multiple of 64 (int4's usual shape), the same in the
+  // order AVX2's one-row int4 kernel unpacks a pair of groups g, g + 1 (g even) in: q of
+  // each 64 as [0-15, 32-47, 16-31, 48-63] (the low nibbles of both runs, then the high
+  // ones); offsets per pair as [g lanes 0-3, g + 1 lanes 0-3, g 4-7, g + 1 4-7]; scales
+  // per pair as [s_g x4, s_g+1 x4]. Unset for other shapes (pairs() is false).
+  bool pairs() const { return group_ == 32 && cols_ % 64 == 0; }
+  const std::int8_t* pair_q(Index i) const { return pair_q_.data() + i * stride_; }
+  const std::int32_t* pair_offsets(Index i) const { return pair_offsets_.data() + i * groups_ * 8; }
+  const float* pair_scales(Index i) const { return pair_scales_.data() + i * groups_ * 4; }
 
  private:
+  void arrange_pairs();
+
   Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;
   std::vector<float> scales_;
   std::vector<float> lane_scales_;
   std::vector<std::int32_t> nibble_offsets_;
+  std::vector<std::int8_t> pair_q_;
+  std::vector<std::int32_t> pair_offsets_;
+  std::vector<float> pair_scales_;
 };
 
 // Whether integer_product takes w: int8 or int4.
