@@ -20,9 +20,8 @@ namespace ordo::kernels {
 namespace integer_detail {
 
 float weight_scale(const WeightMatrix& w, Index r, Index g) {
-  const auto* scales = static_cast<const std::byte*>(w.scales()) + static_cast<std::size_t>(r) * w.row_scale_bytes();
-  if (w.format() == WeightFormat::Int8) return reinterpret_cast<const float*>(scales)[g];
-  return half_to_float(reinterpret_cast<const std::uint16_t*>(scales)[g]);
+  if (w.format() == WeightFormat::Int8) return scales_of<float>(w, r)[g];
+  return half_to_float(scales_of<std::uint16_t>(w, r)[g]);
 }
 
 }  // namespace integer_detail
@@ -30,6 +29,8 @@ float weight_scale(const WeightMatrix& w, Index r, Index g) {
 namespace {
 
 using integer_detail::lane_of;
+using integer_detail::row_of;
+using integer_detail::scales_of;
 using integer_detail::weight_scale;
 
 // Groups whose largest |x| is below this quantize to zero: 127 / amax must stay finite.
@@ -52,28 +53,43 @@ void grow(std::vector<T>& buffer, Index size) {
 
 namespace {
 
-// One group of a row: q and the group's scale (0 when tiny, NaN when not finite), and
-// 8 * the lane sums of q into offsets. Returns the scale.
-float quantize_group_portable(const float* x, Index n, std::int8_t* q, std::int32_t* offsets) {
-  float amax = 0.0f;
-  bool finite = true;
-  for (Index k = 0; k < n; ++k) {
+// Folds x[begin, end) into a group's largest magnitude and whether all are finite.
+void fold_magnitudes(const float* x, Index begin, Index end, float& amax, bool& finite) {
+  for (Index k = begin; k < end; ++k) {
     const float magnitude = std::fabs(x[k]);
     finite = finite && magnitude <= std::numeric_limits<float>::max();
     amax = std::max(amax, magnitude);
   }
-  std::fill(offsets, offsets + 8, 0);
-  if (!finite || amax < kTinyGroup) {
-    std::fill(q, q + n, std::int8_t{0});
-    return finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-  }
-  const float inverse = 127.0f / amax;
-  for (Index k = 0; k < n; ++k) {
+}
+
+// Whether a group quantizes to zeros (tiny, or not finite); if so q is zeroed and scale
+// is 0 or NaN.
+bool zero_group(float amax, bool finite, std::int8_t* q, Index n, float& scale) {
+  if (finite && amax >= kTinyGroup) return false;
+  std::fill(q, q + n, std::int8_t{0});
+  scale = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  return true;
+}
+
+// q[k] for k in [begin, end), and 8 * each into its lane of offsets.
+void quantize_values(const float* x, Index begin, Index end, float inverse, std::int8_t* q, std::int32_t* offsets) {
+  for (Index k = begin; k < end; ++k) {
     // |x[k] * inverse| <= 127 (1 + 2^-23): it rounds into [-127, 127].
     const auto value = static_cast<std::int32_t>(round_to_even(x[k] * inverse));
     q[k] = static_cast<std::int8_t>(value);
     offsets[lane_of(k)] += 8 * value;
   }
+}
+
+// One group of a row: q and the group's scale (0 when tiny, NaN when not finite), and
+// 8 * the lane sums of q into offsets. Returns the scale.
+float quantize_group_portable(const float* x, Index n, std::int8_t* q, std::int32_t* offsets) {
+  float amax = 0.0f, scale = 0.0f;
+  bool finite = true;
+  fold_magnitudes(x, 0, n, amax, finite);
+  std::fill(offsets, offsets + 8, 0);
+  if (zero_group(amax, finite, q, n, scale)) return scale;
+  quantize_values(x, 0, n, 127.0f / amax, q, offsets);
   return amax / 127.0f;
 }
 
@@ -93,19 +109,12 @@ ORDO_AVX2 float quantize_group_avx2(const float* x, Index n, std::int8_t* q, std
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, amax);
-  float group_max = 0.0f;
+  float group_max = 0.0f, scale = 0.0f;
   bool finite = _mm256_movemask_ps(not_finite) == 0;
   for (const float v : lanes) group_max = std::max(group_max, v);
-  for (Index k = vector_end; k < n; ++k) {
-    const float magnitude = std::fabs(x[k]);
-    finite = finite && magnitude <= std::numeric_limits<float>::max();
-    group_max = std::max(group_max, magnitude);
-  }
+  fold_magnitudes(x, vector_end, n, group_max, finite);
   std::fill(offsets, offsets + 8, 0);
-  if (!finite || group_max < kTinyGroup) {
-    std::fill(q, q + n, std::int8_t{0});
-    return finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-  }
+  if (zero_group(group_max, finite, q, n, scale)) return scale;
   const float inverse_scalar = 127.0f / group_max;
   const __m256 inverse = _mm256_set1_ps(inverse_scalar), shift = _mm256_set1_ps(12582912.0f);
   // packs leave dwords in the order 0, 2, 4, 6, 1, 3, 5, 7 of the wanted one.
@@ -124,11 +133,7 @@ ORDO_AVX2 float quantize_group_avx2(const float* x, Index n, std::int8_t* q, std
     lane_sums = _mm256_add_epi32(lane_sums, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(offsets), _mm256_slli_epi32(lane_sums, 3));
-  for (Index k = vector_end; k < n; ++k) {
-    const auto value = static_cast<std::int32_t>(round_to_even(x[k] * inverse_scalar));
-    q[k] = static_cast<std::int8_t>(value);
-    offsets[lane_of(k)] += 8 * value;
-  }
+  quantize_values(x, vector_end, n, inverse_scalar, q, offsets);
   return group_max / 127.0f;
 }
 
@@ -157,23 +162,18 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
   grow(scales_, rows_ * groups_);
   grow(lane_scales_, rows_ * groups_ * 8);
   grow(nibble_offsets_, rows_ * groups_ * 8);
+  float (*quantize_group)(const float*, Index, std::int8_t*, std::int32_t*) = quantize_group_portable;
+  bool avx2 = false;
 #if defined(__x86_64__)
-  const bool avx2 = path >= KernelPath::Avx2 && widest_kernel_path() >= KernelPath::Avx2;
-#else
-  const bool avx2 = false;
+  avx2 = path >= KernelPath::Avx2 && widest_kernel_path() >= KernelPath::Avx2;
+  if (avx2) quantize_group = quantize_group_avx2;
 #endif
   for (Index i = 0; i < rows_; ++i) {
     const float* row = x.data() + i * x.stride();
     std::int8_t* q = q_.data() + i * stride_;
     for (Index g = 0; g < groups_; ++g) {
-      std::int32_t* offsets = nibble_offsets_.data() + (i * groups_ + g) * 8;
       const Index begin = g * group;
-#if defined(__x86_64__)
-      const float scale = avx2 ? quantize_group_avx2(row + begin, group, q + begin, offsets)
-                               : quantize_group_portable(row + begin, group, q + begin, offsets);
-#else
-      const float scale = quantize_group_portable(row + begin, group, q + begin, offsets);
-#endif
+      const float scale = quantize_group(row + begin, group, q + begin, nibble_offsets_.data() + (i * groups_ + g) * 8);
       scales_[static_cast<std::size_t>(i * groups_ + g)] = scale;
       std::fill_n(lane_scales_.data() + (i * groups_ + g) * 8, 8, scale);
     }
@@ -219,10 +219,6 @@ void QuantizedActivations::arrange_pairs() {
 
 namespace {
 
-template <class T>
-const T* row_of(const WeightMatrix& w, Index r) {
-  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
-}
 
 // ---- Portable: the definition, one product at a time.
 
@@ -363,8 +359,7 @@ ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, I
   rows.int4 = w.format() == WeightFormat::Int4;
   for (int j = 0; j < NR; ++j) {
     rows.values[j] = row_of<std::byte>(w, r + j * spacing);
-    rows.scales[j] =
-        static_cast<const std::byte*>(w.scales()) + static_cast<std::size_t>(r + j * spacing) * w.row_scale_bytes();
+    rows.scales[j] = scales_of<std::byte>(w, r + j * spacing);
   }
   __m256 even[MR][NR], odd[MR][NR];
   for (int i = 0; i < MR; ++i)
@@ -393,8 +388,7 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
   const std::uint16_t* scales[NR];
   for (int j = 0; j < NR; ++j) {
     rows[j] = row_of<std::uint8_t>(w, r + j * spacing);
-    scales[j] = reinterpret_cast<const std::uint16_t*>(static_cast<const std::byte*>(w.scales()) +
-                                                        static_cast<std::size_t>(r + j * spacing) * w.row_scale_bytes());
+    scales[j] = scales_of<std::uint16_t>(w, r + j * spacing);
   }
   const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
@@ -435,7 +429,7 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
                             Index y_stride) {
   constexpr Index kPanel = 64;
   constexpr int MR = 2, NR = 2;
-  if (a.rows() == 1 && w.format() == WeightFormat::Int4 && a.pairs()) {
+  if (w.format() == WeightFormat::Int4 && a.pairs()) {
     const Index half = count / NR;
     for (Index r = first; r < first + half; ++r) row_int4_pairs<NR>(a, w, 0, r, half, first, y);
     for (Index r = first + NR * half; r < first + count; ++r) row_int4_pairs<1>(a, w, 0, r, 1, first, y);

@@ -46,10 +46,8 @@ using integer_detail::weight_scale;
 #define ORDO_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define ORDO_VNNI_LAMBDA __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"), always_inline))
 
-template <class T>
-const T* row_of(const WeightMatrix& w, Index r) {
-  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
-}
+using integer_detail::row_of;
+using integer_detail::scales_of;
 
 // acc += the four-product lane sums of unsigned a and signed b, in place. GCC 12 copies
 // the accumulator of _mm512_dpbusd_epi32 to a fresh register and back on every call
@@ -181,8 +179,7 @@ ORDO_VNNI void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
   const std::uint16_t* scales[NR];
   for (int j = 0; j < NR; ++j) {
     rows[j] = row_of<std::uint8_t>(w, r + j * spacing);
-    scales[j] = reinterpret_cast<const std::uint16_t*>(static_cast<const std::byte*>(w.scales()) +
-                                                        static_cast<std::size_t>(r + j * spacing) * w.row_scale_bytes());
+    scales[j] = scales_of<std::uint16_t>(w, r + j * spacing);
   }
   __m512 t[MR][NR];
   for (int i = 0; i < MR; ++i)
