@@ -13,6 +13,10 @@
 
 #if defined(__x86_64__)
 #define ORDO_AVX2 __attribute__((target("avx2,fma,f16c")))
+// Unrolls a tile's loops over its rows: left rolled, GCC 12 kept a 2 x 2 tile's
+// accumulators on the stack, a store and a load per multiply-add (5 % of the batch
+// kernel's rate).
+#define ORDO_UNROLL _Pragma("GCC unroll 8")
 #endif
 
 namespace ordo::kernels {
@@ -274,11 +278,82 @@ ORDO_AVX2 inline __m256i lanes_nibbles(__m256i n, __m256i q) {
 
 ORDO_AVX2 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// int8 tiles of 4 activation rows x 2 weight rows take a second formulation without
+// vpsignb, which competes with the multiplies: on Zen 4 running AVX2, the 4 x 2 loop ran
+// 2.5 vector instructions a cycle with it and 3 without. With s = 0xff where w < 0 (else 0), q ^ s is
+// q where w >= 0 and -q - 1 where w < 0, so |w| * (q ^ s) = q * w - [w < 0] |w|, and
+//   P = sum |w| (q ^ s) + N,   N = sum over w < 0 of |w|  (per lane, per group),
+// where N depends on the weights alone: computed once per panel of weight rows and
+// shared by every tile of activation rows. |w| <= 128 and q ^ s in [-128, 126], so a
+// pair sums to at least -2 * 128 * 128 = -32768 and at most 2 * 128 * 126: vpmaddubsw
+// never saturates, and P is exact as the definition wants. One thread, 16 rows of
+// activations: 50 -> 59 GMAC/s on 768 columns, 59 -> 75 on 2048 (f32's sgemm: 45, 41).
+
+// N of weights [begin, end) (whole runs of 32) into lanes[0..8): -(sums of min(w, 0)),
+// added in 16 bits a run (pairs of at least -256: 64 runs at least -16384) and widened
+// every 64 runs, four instructions a run instead of seven.
+ORDO_AVX2 void negative_sums_int8(const std::int8_t* w, Index begin, Index end, std::int32_t* lanes) {
+  const __m256i zero = _mm256_setzero_si256(), ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  __m256i sums = zero;
+  for (Index k = begin; k < end;) {
+    __m256i pairs = zero;
+    for (const Index stop = std::min(end, k + 64 * 32); k < stop; k += 32)
+      pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(ones8, _mm256_min_epi8(load(w + k), zero)));
+    sums = _mm256_sub_epi32(sums, _mm256_madd_epi16(pairs, ones16));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), sums);
+}
+
+// p[i][j] += sum |w_j| (q_i ^ s_j) over n weights (a multiple of 32, at least 32) for
+// the four q rows q, q + q_stride, ... and the two weight rows w, w + w_stride. Written
+// in assembly: the 8 accumulators (left to the compiler, which has ymm0-7 for them),
+// |w| and s of both weight rows, a q run, a product and two constants are the 16
+// registers, and GCC 12 given intrinsics kept some accumulators on the stack, a store
+// and a load each a step.
+ORDO_AVX2 void runs_int8_4x2(const std::int8_t* q, Index q_stride, const std::int8_t* w, Index w_stride, Index n,
+                             __m256i (&p)[4][2]) {
+  const std::int8_t* const end = q + n;
+  const Index q_stride3 = 3 * q_stride;
+#define ORDO_PAIR(MAGNITUDE, SIGNS, ACC)                 \
+  "vpxor " SIGNS ", %%ymm12, %%ymm13\n\t"             \
+  "vpmaddubsw %%ymm13, " MAGNITUDE ", %%ymm13\n\t"    \
+  "vpmaddwd %%ymm14, %%ymm13, %%ymm13\n\t"            \
+  "vpaddd %%ymm13, " ACC ", " ACC "\n\t"
+#define ORDO_ROW(Q, ACC0, ACC1)                             \
+  "vmovdqu " Q ", %%ymm12\n\t"                          \
+  ORDO_PAIR("%%ymm8", "%%ymm10", ACC0) ORDO_PAIR("%%ymm9", "%%ymm11", ACC1)
+  asm volatile(
+      "vpcmpeqw %%ymm14, %%ymm14, %%ymm14\n\t"
+      "vpsrlw $15, %%ymm14, %%ymm14\n\t"  // 1 in each 16-bit lane
+      "vpxor %%xmm15, %%xmm15, %%xmm15\n\t"
+      "1:\n\t"
+      "vpabsb (%[w]), %%ymm8\n\t"
+      "vpabsb (%[w],%[w_stride]), %%ymm9\n\t"
+      "vpcmpgtb (%[w]), %%ymm15, %%ymm10\n\t"  // s: 0 > w
+      "vpcmpgtb (%[w],%[w_stride]), %%ymm15, %%ymm11\n\t"
+      ORDO_ROW("(%[q])", "%[p00]", "%[p01]")
+      ORDO_ROW("(%[q],%[q_stride])", "%[p10]", "%[p11]")
+      ORDO_ROW("(%[q],%[q_stride],2)", "%[p20]", "%[p21]")
+      ORDO_ROW("(%[q],%[q_stride3])", "%[p30]", "%[p31]")
+      "add $32, %[q]\n\t"
+      "add $32, %[w]\n\t"
+      "cmp %[end], %[q]\n\t"
+      "jb 1b"
+      : [q] "+r"(q), [w] "+r"(w), [p00] "+x"(p[0][0]), [p01] "+x"(p[0][1]), [p10] "+x"(p[1][0]),
+        [p11] "+x"(p[1][1]), [p20] "+x"(p[2][0]), [p21] "+x"(p[2][1]), [p30] "+x"(p[3][0]), [p31] "+x"(p[3][1])
+      : [q_stride] "r"(q_stride), [q_stride3] "r"(q_stride3), [w_stride] "r"(w_stride), [end] "r"(end)
+      : "cc", "memory", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+#undef ORDO_ROW
+#undef ORDO_PAIR
+}
+
 // The weight rows of a tile and their scales.
 template <int NR>
 struct TileRows {
   const std::byte* values[NR];
   const std::byte* scales[NR];
+  // int8 rows in a panel with N computed (negative_sums_int8): 8 a group, else null.
+  const std::int32_t* negative_sums[NR];
   bool int4;
   // Group g's weight scale of row j (int4's F16 converted exactly).
   ORDO_AVX2 float scale(int j, Index g) const {
@@ -288,39 +363,64 @@ struct TileRows {
 };
 
 // The definition's lanes P of group g for MR activation rows (from i0) and NR weight rows.
-template <int MR, int NR>
+// kNegativeSums: 4 x 2 int8 tiles whose rows have N, through runs_int8_4x2.
+template <int MR, int NR, bool kNegativeSums = false>
 ORDO_AVX2 inline __attribute__((always_inline)) void group_lanes(const QuantizedActivations& a, Index i0,
                                                                  const TileRows<NR>& rows, Index g,
                                                                  __m256i (&p)[MR][NR]) {
   const Index begin = g * a.group(), end = begin + a.group();
+  ORDO_UNROLL
   for (int i = 0; i < MR; ++i)
+    ORDO_UNROLL
     for (int j = 0; j < NR; ++j) p[i][j] = _mm256_setzero_si256();
   Index k = begin;
   if (rows.int4) {
     for (; k < end; k += kInt4Run) {
       __m256i n[NR];
+      ORDO_UNROLL
       for (int j = 0; j < NR; ++j) {
         n[j] = unpack_int4(reinterpret_cast<const std::uint8_t*>(rows.values[j]) + k / 2);
       }
+      ORDO_UNROLL
       for (int i = 0; i < MR; ++i) {
         const __m256i q = load(a.q(i0 + i) + k);
+        ORDO_UNROLL
         for (int j = 0; j < NR; ++j) p[i][j] = _mm256_add_epi32(p[i][j], lanes_nibbles(n[j], q));
       }
     }
+    ORDO_UNROLL
     for (int i = 0; i < MR; ++i) {
       const __m256i offsets = load(a.nibble_offsets(i0 + i) + g * 8);
+      ORDO_UNROLL
       for (int j = 0; j < NR; ++j) p[i][j] = _mm256_sub_epi32(p[i][j], offsets);
     }
     return;
   }
+  // Kept out of the other tiles' code: with this asm beside them GCC spilled int4's 4 x 2
+  // accumulators (25 -> 19 GMAC/s).
+  if constexpr (kNegativeSums) {
+    static_assert(MR == 4 && NR == 2);
+    const Index runs_end = begin + (end - begin) / 32 * 32;
+    const auto* w0 = reinterpret_cast<const std::int8_t*>(rows.values[0]);
+    const auto* w1 = reinterpret_cast<const std::int8_t*>(rows.values[1]);
+    runs_int8_4x2(a.q(i0) + begin, a.q(i0 + 1) - a.q(i0), w0 + begin, w1 - w0, runs_end - begin, p);
+    for (int j = 0; j < NR; ++j) {
+      const __m256i n = load(rows.negative_sums[j] + g * 8);
+      for (int i = 0; i < MR; ++i) p[i][j] = _mm256_add_epi32(p[i][j], n);
+    }
+    k = runs_end;
+  }
   for (; k + 32 <= end; k += 32) {
     __m256i v[NR], magnitude[NR];
+    ORDO_UNROLL
     for (int j = 0; j < NR; ++j) {
       v[j] = load(reinterpret_cast<const std::int8_t*>(rows.values[j]) + k);
       magnitude[j] = _mm256_abs_epi8(v[j]);
     }
+    ORDO_UNROLL
     for (int i = 0; i < MR; ++i) {
       const __m256i q = load(a.q(i0 + i) + k);
+      ORDO_UNROLL
       for (int j = 0; j < NR; ++j) p[i][j] = _mm256_add_epi32(p[i][j], lanes_int8(v[j], magnitude[j], q));
     }
   }
@@ -335,14 +435,16 @@ ORDO_AVX2 inline __attribute__((always_inline)) void group_lanes(const Quantized
 }
 
 // Group g's float step into the totals of its parity, t.
-template <int MR, int NR>
+template <int MR, int NR, bool kNegativeSums = false>
 ORDO_AVX2 inline __attribute__((always_inline)) void group_step(const QuantizedActivations& a, Index i0,
                                                                 const TileRows<NR>& rows, Index g,
                                                                 __m256 (&t)[MR][NR]) {
   __m256i p[MR][NR];
-  group_lanes<MR, NR>(a, i0, rows, g, p);
+  group_lanes<MR, NR, kNegativeSums>(a, i0, rows, g, p);
+  ORDO_UNROLL
   for (int j = 0; j < NR; ++j) {
     const float scale = rows.scale(j, g);
+    ORDO_UNROLL
     for (int i = 0; i < MR; ++i) {
       const __m256 c = _mm256_set1_ps(a.scales(i0 + i)[g] * scale);
       t[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[i][j]), c, t[i][j]);
@@ -352,23 +454,43 @@ ORDO_AVX2 inline __attribute__((always_inline)) void group_step(const QuantizedA
 
 // MR activation rows (from i0) times NR weight rows (from r): y[(i0 + i) * y_stride + r + j - first].
 // Weight rows r, r + spacing, ..., r + (NR - 1) spacing.
-template <int MR, int NR>
+// With kNegativeSums, negative_sums holds row r's N (8 a group) and then row r + 1's.
+template <int MR, int NR, bool kNegativeSums = false>
 ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index spacing,
-                         Index first, float* y, Index y_stride) {
+                         Index first, float* y, Index y_stride, const std::int32_t* negative_sums = nullptr) {
   TileRows<NR> rows;
   rows.int4 = w.format() == WeightFormat::Int4;
+  ORDO_UNROLL
   for (int j = 0; j < NR; ++j) {
     rows.values[j] = row_of<std::byte>(w, r + j * spacing);
     rows.scales[j] = scales_of<std::byte>(w, r + j * spacing);
+    rows.negative_sums[j] = kNegativeSums ? negative_sums + j * a.groups() * 8 : nullptr;
   }
   __m256 even[MR][NR], odd[MR][NR];
+  ORDO_UNROLL
   for (int i = 0; i < MR; ++i)
+    ORDO_UNROLL
     for (int j = 0; j < NR; ++j) even[i][j] = odd[i][j] = _mm256_setzero_ps();
   for (Index g = 0; g < a.groups(); g += 2) {
-    group_step<MR, NR>(a, i0, rows, g, even);
-    if (g + 1 < a.groups()) group_step<MR, NR>(a, i0, rows, g + 1, odd);
+    group_step<MR, NR, kNegativeSums>(a, i0, rows, g, even);
+    if (g + 1 < a.groups()) group_step<MR, NR, kNegativeSums>(a, i0, rows, g + 1, odd);
   }
+  if constexpr (MR == 4 && NR == 2) {
+    if (spacing == 1) {  // the panel's tiles: row i's two results side by side
+      const __m256 sums = integer_detail::final_sums8(reinterpret_cast<const __m256(&)[8]>(even),
+                                                      reinterpret_cast<const __m256(&)[8]>(odd));
+      float* const out = y + r - first;
+      const __m128 low = _mm256_castps256_ps128(sums), high = _mm256_extractf128_ps(sums, 1);
+      _mm_storel_pi(reinterpret_cast<__m64*>(out + i0 * y_stride), low);
+      _mm_storeh_pi(reinterpret_cast<__m64*>(out + (i0 + 1) * y_stride), low);
+      _mm_storel_pi(reinterpret_cast<__m64*>(out + (i0 + 2) * y_stride), high);
+      _mm_storeh_pi(reinterpret_cast<__m64*>(out + (i0 + 3) * y_stride), high);
+      return;
+    }
+  }
+  ORDO_UNROLL
   for (int i = 0; i < MR; ++i)
+    ORDO_UNROLL
     for (int j = 0; j < NR; ++j)
       y[(i0 + i) * y_stride + (r + j * spacing - first)] = integer_detail::final_sum(even[i][j], odd[i][j]);
 }
@@ -422,38 +544,61 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
   }
 }
 
+// Activation rows i0 .. i0 + MR - 1 against the weight rows [begin, end), NR at a time;
+// negative_sums: null, or N of row begin and the rows after it (4 x 2 int8 tiles only).
+template <int MR, int NR>
+ORDO_AVX2 void panel_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index begin, Index end,
+                          Index first, float* y, Index y_stride, const std::int32_t* negative_sums = nullptr) {
+  Index r = begin;
+  if constexpr (MR == 4 && NR == 2) {
+    if (negative_sums != nullptr)
+      for (; r + NR <= end; r += NR)
+        tile_avx2<MR, NR, true>(a, w, i0, r, 1, first, y, y_stride, negative_sums + (r - begin) * a.groups() * 8);
+  }
+  for (; r + NR <= end; r += NR) tile_avx2<MR, NR>(a, w, i0, r, 1, first, y, y_stride);
+  for (; r < end; ++r) tile_avx2<MR, 1>(a, w, i0, r, 1, first, y, y_stride);
+}
+
 // One row of activations streams the matrix once, NR rows at a time half the matrix
 // apart (two sequential streams for the hardware prefetcher); more rows: a panel of
-// weight rows (in L2) meets every tile of activation rows (in L1).
+// weight rows (in L2) meets every tile of activation rows (in L1), four rows a tile
+// where there are four, then two, then one. int8 4 x 2 tiles over groups of at least
+// four runs take runs_int8_4x2, with the panel's N computed first.
 ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
                             Index y_stride) {
   constexpr Index kPanel = 64;
-  constexpr int MR = 2, NR = 2;
+  constexpr int NR = 2;
   if (w.format() == WeightFormat::Int4 && a.pairs()) {
     const Index half = count / NR;
     for (Index r = first; r < first + half; ++r) row_int4_pairs<NR>(a, w, 0, r, half, first, y);
     for (Index r = first + NR * half; r < first + count; ++r) row_int4_pairs<1>(a, w, 0, r, 1, first, y);
     return;
   }
-  if (a.rows() < MR) {
+  if (a.rows() == 1) {
     const Index half = count / NR;
     for (Index r = first; r < first + half; ++r) tile_avx2<1, NR>(a, w, 0, r, half, first, y, y_stride);
     for (Index r = first + NR * half; r < first + count; ++r) tile_avx2<1, 1>(a, w, 0, r, 1, first, y, y_stride);
     return;
   }
+  const bool with_negative_sums = w.format() == WeightFormat::Int8 && a.rows() >= 4 && a.group() >= 4 * 32;
+  // Per thread: engine/blas.cpp runs products on several at once. Grows to the largest
+  // panel's, then a step allocates nothing.
+  thread_local std::vector<std::int32_t> negative_sums;
+  const Index runs = a.group() / 32 * 32;
   for (Index panel = first; panel < first + count; panel += kPanel) {
     const Index end = std::min(first + count, panel + kPanel);
+    if (with_negative_sums) {
+      grow(negative_sums, (end - panel) * a.groups() * 8);
+      for (Index r = panel; r < end; ++r)
+        for (Index g = 0; g < a.groups(); ++g)
+          negative_sums_int8(row_of<std::int8_t>(w, r), g * a.group(), g * a.group() + runs,
+                             negative_sums.data() + ((r - panel) * a.groups() + g) * 8);
+    }
     Index i0 = 0;
-    for (; i0 + MR <= a.rows(); i0 += MR) {
-      Index r = panel;
-      for (; r + NR <= end; r += NR) tile_avx2<MR, NR>(a, w, i0, r, 1, first, y, y_stride);
-      for (; r < end; ++r) tile_avx2<MR, 1>(a, w, i0, r, 1, first, y, y_stride);
-    }
-    for (; i0 < a.rows(); ++i0) {
-      Index r = panel;
-      for (; r + NR <= end; r += NR) tile_avx2<1, NR>(a, w, i0, r, 1, first, y, y_stride);
-      for (; r < end; ++r) tile_avx2<1, 1>(a, w, i0, r, 1, first, y, y_stride);
-    }
+    for (; i0 + 4 <= a.rows(); i0 += 4)
+      panel_avx2<4, NR>(a, w, i0, panel, end, first, y, y_stride, with_negative_sums ? negative_sums.data() : nullptr);
+    for (; i0 + 2 <= a.rows(); i0 += 2) panel_avx2<2, NR>(a, w, i0, panel, end, first, y, y_stride);
+    for (; i0 < a.rows(); ++i0) panel_avx2<1, NR>(a, w, i0, panel, end, first, y, y_stride);
   }
 }
 #endif

@@ -40,6 +40,22 @@ __attribute__((target("avx2,fma"))) inline float final_sum(__m256 t0, __m256 t1)
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
   return _mm_cvtss_f32(s);
 }
+
+// final_sum of eight pairs (t0[n], t1[n]) at once, the same additions in the same order:
+// result n in lane n. u = t0 + t1; x = u's halves added; y0 = x0 + x2, y1 = x1 + x3 by
+// a shuffle of two x's; y0 + y1 by vhaddps. A third of final_sum's instructions each.
+__attribute__((target("avx2,fma"))) inline __m256 final_sums8(const __m256 (&t0)[8], const __m256 (&t1)[8]) {
+  __m256 x[4];
+  for (int n = 0; n < 4; ++n) {
+    const __m256 a = _mm256_add_ps(t0[n], t1[n]), b = _mm256_add_ps(t0[n + 4], t1[n + 4]);
+    // [a0 + a4, a1 + a5, a2 + a6, a3 + a7, b0 + b4, ...]: result n's x, then result n + 4's
+    x[n] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  }
+  // [y0, y1 of n, of n + 1 | of n + 4, of n + 5]
+  const __m256 y01 = _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x44), _mm256_shuffle_ps(x[0], x[1], 0xee));
+  const __m256 y23 = _mm256_add_ps(_mm256_shuffle_ps(x[2], x[3], 0x44), _mm256_shuffle_ps(x[2], x[3], 0xee));
+  return _mm256_hadd_ps(y01, y23);
+}
 #endif
 
 }  // namespace ordo::kernels::integer_detail

@@ -42,12 +42,13 @@ std::string name_of(const Case& c) {
 
 // One scale a row with widths around the vector sizes (32, 64) and a model's odd one
 // (344); groups the AVX-512 kernels take (multiples of 64) and ones they leave to AVX2
-// (32, 3); int4 groups of one run, two, four; more groups than eight (the float steps'
+// (32, 3); int8 groups of four runs and more, which AVX2's 4 x 2 tiles take; int4 groups of one run, two, four; more groups than eight (the float steps'
 // lanes) and fewer.
 const Case kCases[] = {
     {WeightFormat::Int8, 0, 37},     {WeightFormat::Int8, 0, 64},     {WeightFormat::Int8, 0, 344},
     {WeightFormat::Int8, 0, 1000},   {WeightFormat::Int8, 32, 96},    {WeightFormat::Int8, 64, 768},
-    {WeightFormat::Int8, 3, 12},     {WeightFormat::Int4, 32, 64},    {WeightFormat::Int4, 32, 768},
+    {WeightFormat::Int8, 3, 12},     {WeightFormat::Int8, 128, 384},  {WeightFormat::Int4, 32, 64},
+    {WeightFormat::Int4, 32, 768},
     {WeightFormat::Int4, 64, 192},   {WeightFormat::Int4, 128, 1024}, {WeightFormat::Int4, 64, 1088},
 };
 
@@ -167,6 +168,34 @@ TEST(IntegerProduct, ARowsNumbersDoNotDependOnItsBatchOrSplit) {
         kernels::integer_product_on(path, a, w.view(), first, count, split.data() + first, 100);
       expect_bits(split, together, "split 33 + 1 + 66");
     }
+  }
+}
+
+// The integer sums at their limits: weights of -128 (a stored file may hold them though
+// ordo quantize writes [-127, 127]), -127, 127 and 0 against q of 127, -127 and 0, in
+// pairs of equal ones, so that a vpmaddubsw pair reaches its extremes (-32768 where w
+// is -128 and q 127 on AVX2's 4 x 2 tiles) on every tile shape: still the definition's
+// numbers on every path.
+TEST(IntegerProduct, IntegerSumsAtTheirLimitsAreExact) {
+  const std::int8_t weights[] = {-128, -127, 127, 0};
+  const float activations[] = {1.0f, -1.0f, 0.0f};  // q = 127, -127, 0 (the largest |x| is 1)
+  for (const Case& c : {Case{WeightFormat::Int8, 0, 256}, Case{WeightFormat::Int8, 128, 384}}) {
+    SCOPED_TRACE(name_of(c));
+    constexpr Index rows = 9, m = 9;
+    EncodedMatrix w = encoded(c, rows, 12);
+    auto* values = reinterpret_cast<std::int8_t*>(w.values.data());
+    std::vector<float> x(static_cast<std::size_t>(m * c.cols));
+    // Rows 0-3 all one weight (row 0 all -128), then mixtures, always in equal pairs.
+    for (Index r = 0; r < rows; ++r)
+      for (Index k = 0; k < c.cols; ++k)
+        values[r * c.cols + k] = weights[(r < 4 ? r : (k / 2) * (r - 3) + r) % 4];
+    for (Index i = 0; i < m; ++i)
+      for (Index k = 0; k < c.cols; ++k)
+        x[static_cast<std::size_t>(i * c.cols + k)] = activations[(i < 3 ? i : (k / 2) * (i - 2) + i) % 3];
+    for (Index i = 0; i < m; ++i) x[static_cast<std::size_t>(i * c.cols)] = 1.0f;  // each row's largest |x| is 1
+    const std::vector<float> want = by_definition(x, m, w.view());
+    for (const KernelPath path : paths())
+      expect_bits(product(path, x, m, w.view()), want, std::string(kernels::kernel_path_name(path)));
   }
 }
 
