@@ -310,7 +310,7 @@ ORDO_AVX2 void negative_sums_int8(const std::int8_t* w, Index begin, Index end, 
 // |w| and s of both weight rows, a q run, a product and two constants are the 16
 // registers, and GCC 12 given intrinsics kept some accumulators on the stack, a store
 // and a load each a step.
-ORDO_AVX2 void runs_int8_4x2(const std::int8_t* q, Index q_stride, const std::int8_t* w, Index w_stride, Index n,
+ORDO_AVX2 inline __attribute__((always_inline)) void runs_int8_4x2(const std::int8_t* q, Index q_stride, const std::int8_t* w, Index w_stride, Index n,
                              __m256i (&p)[4][2]) {
   const std::int8_t* const end = q + n;
   const Index q_stride3 = 3 * q_stride;
