@@ -24,8 +24,8 @@ namespace ordo::kernels {
 namespace integer_detail {
 
 float weight_scale(const WeightMatrix& w, Index r, Index g) {
-  if (w.format() == WeightFormat::Int8) return scales_of<float>(w, r)[g];
-  return half_to_float(scales_of<std::uint16_t>(w, r)[g]);
+  if (w.format() == WeightFormat::Int8) return w.row_scales<float>(r)[g];
+  return half_to_float(w.row_scales<std::uint16_t>(r)[g]);
 }
 
 }  // namespace integer_detail
@@ -33,8 +33,6 @@ float weight_scale(const WeightMatrix& w, Index r, Index g) {
 namespace {
 
 using integer_detail::lane_of;
-using integer_detail::row_of;
-using integer_detail::scales_of;
 using integer_detail::weight_scale;
 
 // Groups whose largest |x| is below this quantize to zero: 127 / amax must stay finite.
@@ -235,7 +233,7 @@ int weight_at(const WeightMatrix& w, const void* row, Index k) {
 }
 
 float product_portable(const QuantizedActivations& a, Index i, const WeightMatrix& w, Index r) {
-  const void* row = row_of<std::byte>(w, r);
+  const void* row = w.row<std::byte>(r);
   const std::int8_t* q = a.q(i);
   float t[2][8] = {};
   for (Index g = 0; g < a.groups(); ++g) {
@@ -462,8 +460,8 @@ ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, I
   rows.int4 = w.format() == WeightFormat::Int4;
   ORDO_UNROLL
   for (int j = 0; j < NR; ++j) {
-    rows.values[j] = row_of<std::byte>(w, r + j * spacing);
-    rows.scales[j] = scales_of<std::byte>(w, r + j * spacing);
+    rows.values[j] = w.row<std::byte>(r + j * spacing);
+    rows.scales[j] = w.row_scales<std::byte>(r + j * spacing);
     rows.negative_sums[j] = kNegativeSums ? negative_sums + j * a.groups() * 8 : nullptr;
   }
   __m256 even[MR][NR], odd[MR][NR];
@@ -509,8 +507,8 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
   const std::uint8_t* rows[NR];
   const std::uint16_t* scales[NR];
   for (int j = 0; j < NR; ++j) {
-    rows[j] = row_of<std::uint8_t>(w, r + j * spacing);
-    scales[j] = scales_of<std::uint16_t>(w, r + j * spacing);
+    rows[j] = w.row<std::uint8_t>(r + j * spacing);
+    scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
   }
   const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
@@ -591,7 +589,7 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
       grow(negative_sums, (end - panel) * a.groups() * 8);
       for (Index r = panel; r < end; ++r)
         for (Index g = 0; g < a.groups(); ++g)
-          negative_sums_int8(row_of<std::int8_t>(w, r), g * a.group(), g * a.group() + runs,
+          negative_sums_int8(w.row<std::int8_t>(r), g * a.group(), g * a.group() + runs,
                              negative_sums.data() + ((r - panel) * a.groups() + g) * 8);
     }
     Index i0 = 0;

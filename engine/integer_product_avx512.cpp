@@ -46,9 +46,6 @@ using integer_detail::weight_scale;
 #define ORDO_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define ORDO_VNNI_LAMBDA __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"), always_inline))
 
-using integer_detail::row_of;
-using integer_detail::scales_of;
-
 // acc += the four-product lane sums of unsigned a and signed b, in place. GCC 12 copies
 // the accumulator of _mm512_dpbusd_epi32 to a fresh register and back on every call
 // (three instructions for one), and the copies spilled the 4 x 4 tile's accumulators.
@@ -135,8 +132,8 @@ ORDO_VNNI void tile_by_group(const QuantizedActivations& a, const WeightMatrix& 
   const std::int8_t* int8_rows[NR];
   const std::uint8_t* int4_rows[NR];
   for (int j = 0; j < NR; ++j) {
-    int8_rows[j] = row_of<std::int8_t>(w, r + j * spacing);
-    int4_rows[j] = row_of<std::uint8_t>(w, r + j * spacing);
+    int8_rows[j] = w.row<std::int8_t>(r + j * spacing);
+    int4_rows[j] = w.row<std::uint8_t>(r + j * spacing);
   }
   __m256 t[MR][NR][2];
   for (int i = 0; i < MR; ++i)
@@ -178,8 +175,8 @@ ORDO_VNNI void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
   const std::uint8_t* rows[NR];
   const std::uint16_t* scales[NR];
   for (int j = 0; j < NR; ++j) {
-    rows[j] = row_of<std::uint8_t>(w, r + j * spacing);
-    scales[j] = scales_of<std::uint16_t>(w, r + j * spacing);
+    rows[j] = w.row<std::uint8_t>(r + j * spacing);
+    scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
   }
   __m512 t[MR][NR];
   for (int i = 0; i < MR; ++i)

@@ -17,17 +17,6 @@ namespace ordo::kernels::integer_detail {
 // Where lane l of group g sits in a run of 32: weights 4l..4l+3 (engine/integer_product.h).
 inline int lane_of(Index k_in_group) { return static_cast<int>(k_in_group % 32 / 4); }
 
-// Weight row r's stored values, and its scales (F32 for int8, F16 for int4), as T.
-template <class T>
-const T* row_of(const WeightMatrix& w, Index r) {
-  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
-}
-template <class T>
-const T* scales_of(const WeightMatrix& w, Index r) {
-  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.scales()) +
-                                    static_cast<std::size_t>(r) * w.row_scale_bytes());
-}
-
 // Group g's weight scale of row r as float32 (int4's are F16: the conversion is exact).
 float weight_scale(const WeightMatrix& w, Index r, Index g);
 

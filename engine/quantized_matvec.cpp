@@ -30,16 +30,6 @@ float* dots_buffer(const WeightMatrix& w, float* y, float beta) {
   return buffer.data();
 }
 
-template <class T>
-const T* row_of(const WeightMatrix& w, Index r) {
-  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.data()) + static_cast<std::size_t>(r) * w.row_bytes());
-}
-template <class T>
-const T* scales_of(const WeightMatrix& w, Index r) {
-  return reinterpret_cast<const T*>(static_cast<const std::byte*>(w.scales()) +
-                                    static_cast<std::size_t>(r) * w.row_scale_bytes());
-}
-
 // Weight k of an int4 run of 32 (16 bytes): low nibbles hold 0..15, high ones 16..31.
 int int4_at(const std::uint8_t* run, Index k) {
   const std::uint8_t byte = run[k % 16];
@@ -53,29 +43,29 @@ void dequantize_row_portable(const WeightMatrix& w, Index r, float* out) {
   const Index cols = w.cols();
   switch (w.format()) {
     case WeightFormat::F32: {
-      const float* row = row_of<float>(w, r);
+      const float* row = w.row<float>(r);
       for (Index k = 0; k < cols; ++k) out[k] = row[k];
       return;
     }
     case WeightFormat::F16: {
-      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      const std::uint16_t* row = w.row<std::uint16_t>(r);
       for (Index k = 0; k < cols; ++k) out[k] = half_to_float(row[k]);
       return;
     }
     case WeightFormat::BF16: {
-      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      const std::uint16_t* row = w.row<std::uint16_t>(r);
       for (Index k = 0; k < cols; ++k) out[k] = bfloat16_to_float(row[k]);
       return;
     }
     case WeightFormat::Int8: {
-      const std::int8_t* row = row_of<std::int8_t>(w, r);
-      const float* scales = scales_of<float>(w, r);
+      const std::int8_t* row = w.row<std::int8_t>(r);
+      const float* scales = w.row_scales<float>(r);
       for (Index k = 0; k < cols; ++k) out[k] = static_cast<float>(row[k]) * scales[k / w.group()];
       return;
     }
     case WeightFormat::Int4: {
-      const std::uint8_t* row = row_of<std::uint8_t>(w, r);
-      const std::uint16_t* scales = scales_of<std::uint16_t>(w, r);
+      const std::uint8_t* row = w.row<std::uint8_t>(r);
+      const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
       for (Index k = 0; k < cols; ++k)
         out[k] = static_cast<float>(int4_at(row + k / kInt4Run * 16, k % kInt4Run)) *
                  half_to_float(scales[k / w.group()]);
@@ -201,8 +191,8 @@ ORDO_AVX2 float dot_like_float(Row w, const float* x, Index cols) {
 ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
   const Index cols = w.cols();
   switch (w.format()) {
-    case WeightFormat::F16: return dot_like_float(F16Row{row_of<std::uint16_t>(w, r)}, x, cols);
-    case WeightFormat::BF16: return dot_like_float(BF16Row{row_of<std::uint16_t>(w, r)}, x, cols);
+    case WeightFormat::F16: return dot_like_float(F16Row{w.row<std::uint16_t>(r)}, x, cols);
+    case WeightFormat::BF16: return dot_like_float(BF16Row{w.row<std::uint16_t>(r)}, x, cols);
     case WeightFormat::Int8:
     case WeightFormat::Int4:  // products run engine/integer_product.h; this converts first
     case WeightFormat::F32: break;
@@ -217,26 +207,26 @@ ORDO_AVX2 void dequantize_row_avx2(const WeightMatrix& w, Index r, float* out) {
   Index k = 0;
   switch (w.format()) {
     case WeightFormat::F16: {
-      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      const std::uint16_t* row = w.row<std::uint16_t>(r);
       for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(out + k, load_f16(row + k));
       break;
     }
     case WeightFormat::BF16: {
-      const std::uint16_t* row = row_of<std::uint16_t>(w, r);
+      const std::uint16_t* row = w.row<std::uint16_t>(r);
       for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(out + k, load_bf16(row + k));
       break;
     }
     case WeightFormat::Int8: {
-      const std::int8_t* row = row_of<std::int8_t>(w, r);
-      const float* scales = scales_of<float>(w, r);
+      const std::int8_t* row = w.row<std::int8_t>(r);
+      const float* scales = w.row_scales<float>(r);
       if (w.group() % 8 != 0 && w.group() != cols) break;  // a group that splits a vector: the portable loop
       Int8Row converted{row, scales, w.group()};
       for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(out + k, converted(k));
       break;
     }
     case WeightFormat::Int4: {
-      const std::uint8_t* row = row_of<std::uint8_t>(w, r);
-      const std::uint16_t* scales = scales_of<std::uint16_t>(w, r);
+      const std::uint8_t* row = w.row<std::uint8_t>(r);
+      const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
       __m256 scale = _mm256_setzero_ps();
       for (Index group_end = 0; k < cols; k += kInt4Run) {
         if (k == group_end) {

@@ -67,6 +67,19 @@ class WeightMatrix {
   // What one pass over the whole matrix reads: values and scales.
   std::size_t bytes() const { return static_cast<std::size_t>(rows_) * (row_bytes() + row_scale_bytes()); }
 
+  // Row r's stored values and its scales, as T: the format's element type (float,
+  // std::uint16_t, std::int8_t; std::uint8_t or std::byte for int4's packed pairs, and
+  // float or std::uint16_t for int8's and int4's scales).
+  template <class T>
+  const T* row(Index r) const {
+    return reinterpret_cast<const T*>(static_cast<const std::byte*>(data_) + static_cast<std::size_t>(r) * row_bytes());
+  }
+  template <class T>
+  const T* row_scales(Index r) const {
+    return reinterpret_cast<const T*>(static_cast<const std::byte*>(scales_) +
+                                      static_cast<std::size_t>(r) * row_scale_bytes());
+  }
+
   // Rows [first, first + count), in the same format.
   WeightMatrix row_block(Index first, Index count) const;
 
