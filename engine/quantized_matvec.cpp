@@ -1,6 +1,7 @@
 #include "engine/quantized_matvec.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -83,9 +84,10 @@ const float* converted_row(const WeightMatrix& w, Index r) {
   return row.data();
 }
 
-// The definition every path must agree with bit for bit: the row converted to float32
-// (dequantize_row_portable), then the float32 kernel's sum, one product at a time.
-float dot_portable(const WeightMatrix& w, Index r, const float* x) {
+// The definition every path must agree with bit for bit, for half-precision rows (as
+// dot_half_avx2): the row converted to float32 (dequantize_row_portable), then the
+// float32 kernel's sum, one product at a time.
+float dot_half_portable(const WeightMatrix& w, Index r, const float* x) {
   const float* row = converted_row(w, r);
   float sum = 0.0f;
   for (Index k = 0; k < w.cols(); ++k) sum += row[k] * x[k];
@@ -188,18 +190,12 @@ ORDO_AVX2 float dot_like_float(Row w, const float* x, Index cols) {
   return sum;
 }
 
-ORDO_AVX2 float dot_avx2(const WeightMatrix& w, Index r, const float* x) {
-  const Index cols = w.cols();
-  switch (w.format()) {
-    case WeightFormat::F16: return dot_like_float(F16Row{w.row<std::uint16_t>(r)}, x, cols);
-    case WeightFormat::BF16: return dot_like_float(BF16Row{w.row<std::uint16_t>(r)}, x, cols);
-    case WeightFormat::Int8:
-    case WeightFormat::Int4:  // products run engine/integer_product.h; this converts first
-    case WeightFormat::F32: break;
-  }
-  float sum;
-  matvec(converted_row(w, r), 1, cols, cols, x, &sum, 1.0f, 0.0f);
-  return sum;
+// Half-precision rows only: matvec_on sends float32 to engine/matvec.h and int8 and int4
+// to engine/integer_product.h before it gets here.
+ORDO_AVX2 float dot_half_avx2(const WeightMatrix& w, Index r, const float* x) {
+  if (w.format() == WeightFormat::BF16) return dot_like_float(BF16Row{w.row<std::uint16_t>(r)}, x, w.cols());
+  assert(w.format() == WeightFormat::F16);
+  return dot_like_float(F16Row{w.row<std::uint16_t>(r)}, x, w.cols());
 }
 
 ORDO_AVX2 void dequantize_row_avx2(const WeightMatrix& w, Index r, float* out) {
@@ -270,11 +266,11 @@ void matvec_on(KernelPath path, const WeightMatrix& w, const float* x, float* y,
   }
 #if defined(__x86_64__)
   if (path >= KernelPath::Avx2) {
-    for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_avx2(w, r, x), alpha, beta);
+    for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_half_avx2(w, r, x), alpha, beta);
     return;
   }
 #endif
-  for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_portable(w, r, x), alpha, beta);
+  for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_half_portable(w, r, x), alpha, beta);
 }
 
 void dequantize(const WeightMatrix& w, Index first, Index count, float* out, Index out_stride) {
