@@ -68,12 +68,11 @@ class QuantizedActivations {
   // usual shape), the same in the order AVX2's one-row int4 kernel unpacks a pair of
   // groups g, g + 1 (g even) in: q of each 64 as [0-15, 32-47, 16-31, 48-63] (the low
   // nibbles of both runs, then the high ones); offsets per pair as [g lanes 0-3, g + 1
-  // lanes 0-3, g 4-7, g + 1 4-7]; scales per pair as [s_g x4, s_g+1 x4]. Unset otherwise
-  // (pairs() is false): batches do not pay for an order no batch kernel reads.
+  // lanes 0-3, g 4-7, g + 1 4-7]. Unset otherwise (pairs() is false): batches do not pay
+  // for an order no batch kernel reads.
   bool pairs() const { return rows_ == 1 && group_ == 32 && cols_ % 64 == 0; }
   const std::int8_t* pair_q(Index i) const { return pair_q_.data() + i * stride_; }
   const std::int32_t* pair_offsets(Index i) const { return pair_offsets_.data() + i * groups_ * 8; }
-  const float* pair_scales(Index i) const { return pair_scales_.data() + i * groups_ * 4; }
 
  private:
   void arrange_pairs();
@@ -86,7 +85,6 @@ class QuantizedActivations {
   std::vector<std::int32_t> nibble_offsets_;
   std::vector<std::int8_t> pair_q_;
   std::vector<std::int32_t> pair_offsets_;
-  std::vector<float> pair_scales_;
 };
 
 // Whether integer_product takes w: int8 or int4.
