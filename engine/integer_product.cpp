@@ -511,8 +511,8 @@ ORDO_AVX2 __attribute__((noinline)) void last_block_scales(const float* activati
 // [g 4-7, g+1 4-7], and each group's float step is half of two vector ones. c_g = s_g
 // w_g is computed 8 groups at a time (one conversion and one multiply for 8, 6 % faster
 // than converting each step's two) and a step picks its two. The totals keep that
-// order: "low" holds the even
-// chain's lanes 0-3 and the odd chain's 0-3, "high" their 4-7, put back for the sum.
+// order: "low" holds the even chain's lanes 0-3 and the odd chain's 0-3, "high" their
+// 4-7, put back for the sum.
 // Rows r, r + spacing, ..., r + (NR - 1) spacing.
 template <int NR>
 ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i, Index r, Index spacing,
