@@ -176,6 +176,35 @@ def main():
     for k, line in enumerate(lines):
         write("tokenizer", f"line-{k:02d}", line)
 
+    # Hugging Face side files (fuzz_hf_files: vocab.json, generation_config.json,
+    # tokenizer_config.json, special_tokens_map.json): the shipped Marian model's, and an
+    # NLLB tokenizer description over the shipped SentencePiece model (344 pieces: the
+    # codes from id 345, fairseq's offset) as NllbTokenizer.save_pretrained writes it,
+    # with added_tokens_decoder and without (the codes in special_tokens_map.json).
+    marian = WEIGHTS / "marian"
+    write("hf_files", "marian", SEPARATOR.join([(marian / "vocab.json").read_bytes(),
+                                                (marian / "generation_config.json").read_bytes(),
+                                                (marian / "tokenizer_config.json").read_bytes()]))
+    codes = ["eng_Latn", "deu_Latn", "fra_Latn"]
+
+    def added(content):
+        return {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
+                "single_word": False, "special": True}
+    decoder = {str(i): added(t) for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>"])}
+    decoder.update({str(345 + i): added(code) for i, code in enumerate(codes)})
+    decoder[str(345 + len(codes))] = added("<mask>")
+    nllb_config = {"additional_special_tokens": codes, "legacy_behaviour": False, "src_lang": "eng_Latn",
+                   "tokenizer_class": "NllbTokenizer", "added_tokens_decoder": decoder}
+    special = {"additional_special_tokens": codes, "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
+    generation = {"decoder_start_token_id": 2, "eos_token_id": 2, "forced_bos_token_id": 5, "max_length": 200,
+                  "num_beams": 4, "bad_words_ids": [[1]], "no_repeat_ngram_size": 3, "length_penalty": 1.0}
+    vocabulary = {"<unk>": 0, "</s>": 1, "<pad>": 2, "▁cats": 3, ">>deu<<": 4}
+    write("hf_files", "nllb", SEPARATOR.join(json.dumps(x, indent=2, ensure_ascii=False).encode()
+                                              for x in (vocabulary, generation, nllb_config, special)))
+    legacy = {"tokenizer_class": "NllbTokenizerFast", "legacy_behaviour": True}
+    write("hf_files", "nllb-legacy", SEPARATOR.join(json.dumps(x).encode()
+                                                     for x in (vocabulary, {"num_beams": 2}, legacy, special)))
+
     # ordo serve's request bodies: what its clients send (README's curl lines, an OpenAI
     # client's completions request with its nulls, LibreTranslate's), and near misses.
     requests = [

@@ -16,7 +16,7 @@ if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 build=build-fuzz
-targets=(safetensors shard_index config model_dir tokenizer torch_bin requests)
+targets=(safetensors shard_index config model_dir tokenizer torch_bin requests hf_files)
 
 tools/scripts/install_deps.sh --fuzz
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DORDO_FUZZ=ON \
