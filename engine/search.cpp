@@ -15,8 +15,17 @@
 
 namespace ordo {
 
-void check_request_memory(const Transformer& model, std::span<const DecodeRequest> requests,
-                          const DecodingOptions& options, std::span<const Index> max_lengths, Index capacity) {
+Index admitted_max_length(const Transformer& model, const DecodeRequest& request, const DecodingOptions& options) {
+  check_request(model, request);
+  return resolve_max_length(options, model.decoder, static_cast<Index>(request.source.size()),
+                            decoder_input_length(model, request));
+}
+
+Index check_request_memory(const Transformer& model, std::span<const DecodeRequest> requests,
+                           const DecodingOptions& options, std::span<const Index> max_lengths) {
+  Index capacity = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    capacity = std::max(capacity, decoder_input_length(model, requests[i]) + max_lengths[i] - 1);
   const auto n = [](Index x) { return static_cast<std::uint64_t>(std::max<Index>(x, 0)); };
   const Index count = static_cast<Index>(requests.size());
   const Index slots = count * options.beam_size;
@@ -33,6 +42,7 @@ void check_request_memory(const Transformer& model, std::span<const DecodeReques
                    std::to_string(options.beam_size) + " x max length " + std::to_string(max_steps),
                "lower --beam or --max-length (or --batch-size; in the library DecodingOptions::beam_size, "
                "max_length)");
+  return capacity;
 }
 
 std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<const DecodeRequest> requests,
@@ -53,9 +63,7 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
   std::vector<std::size_t> origin;  // valid -> index in requests
   for (std::size_t i = 0; i < requests.size(); ++i) {
     try {
-      check_request(model, requests[i]);
-      max_lengths.push_back(resolve_max_length(options, model.decoder, static_cast<Index>(requests[i].source.size()),
-                                                       decoder_input_length(model, requests[i])));
+      max_lengths.push_back(admitted_max_length(model, requests[i], options));
     } catch (const Error& e) {
       results[i].error = e.what();
       continue;
@@ -71,10 +79,7 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
   const auto started = Clock::now();
   // The whole batch as one live set: admitted at once (one encoder pass, one prefill),
   // then stepped until every request is done.
-  Index capacity = 0;  // decoder steps: the forced input, then all but the last output
-  for (std::size_t v = 0; v < valid.size(); ++v)
-    capacity = std::max(capacity, decoder_input_length(model, valid[v]) + max_lengths[v] - 1);
-  check_request_memory(model, valid, options, max_lengths, capacity);
+  const Index capacity = check_request_memory(model, valid, options, max_lengths);
   DecodeWorkspace::Buffers& buffers = workspace.buffers();
   LiveBatch live(model, buffers);
   live.reserve(static_cast<Index>(valid.size()) * options.beam_size, capacity,

@@ -93,12 +93,18 @@ std::vector<DecodeResult> decode_requests(const Transformer& model, std::span<co
                                           DecodeWorkspace& workspace, const TokenCallback& on_token = {},
                                           const InterruptCheck& interrupt = {});
 
-// Refuses, before anything is allocated, a batch whose buffers do not fit in the memory
-// the process may still take: the decoder's state (KV caches) of `capacity` steps, the
-// search histories (ids and log-probs, twice) and the logits, all of batch x beam slots.
-// Request i may generate max_lengths[i] tokens.
-void check_request_memory(const Transformer& model, std::span<const DecodeRequest> requests,
-                          const DecodingOptions& options, std::span<const Index> max_lengths, Index capacity);
+// The tokens `request` may generate: options.max_length as the decoder's positions allow
+// for it. Throws Error when `model` cannot decode the request at all (check_request), so
+// that decode_requests and ordo::ContinuousBatch fail that request alone.
+Index admitted_max_length(const Transformer& model, const DecodeRequest& request, const DecodingOptions& options);
+
+// The decoder steps a batch needs (each request's forced input, then all but the last of
+// its max_lengths[i] outputs), after refusing, before anything is allocated, a batch
+// whose buffers do not fit in the memory the process may still take: the decoder's state
+// (KV caches) of that many steps, the search histories (ids and log-probs, twice) and
+// the logits, all of batch x beam slots.
+Index check_request_memory(const Transformer& model, std::span<const DecodeRequest> requests,
+                           const DecodingOptions& options, std::span<const Index> max_lengths);
 
 // Adds one run to decode_totals() (ordo/results.hpp), thread-safe.
 void add_to_decode_totals(const DecodeTotals& run);

@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "engine/decode_inputs.h"
 #include "engine/decoding_options.h"
 #include "engine/error.h"
 #include "engine/live_batch.h"
@@ -72,9 +71,7 @@ struct ContinuousBatch::Impl {
       DecodeRequest d{r.source_ids, detail::forced_prefix(r)};
       Index max_length = 0;
       try {
-        check_request(transformer, d);
-        max_length = resolve_max_length(options, transformer.decoder, static_cast<Index>(d.source.size()),
-                                        decoder_input_length(transformer, d));
+        max_length = admitted_max_length(transformer, d, options);
       } catch (const Error& e) {
         r.error = e.what();
         at_once.push_back({keys[i], std::move(r)});
@@ -92,10 +89,7 @@ struct ContinuousBatch::Impl {
     }
 
     if (!decode.empty()) {
-      Index capacity = 0;  // decoder steps: the forced input, then all but the last output
-      for (std::size_t j = 0; j < decode.size(); ++j)
-        capacity = std::max(capacity, decoder_input_length(transformer, decode[j]) + max_lengths[j] - 1);
-      check_request_memory(transformer, decode, options, max_lengths, capacity);
+      check_request_memory(transformer, decode, options, max_lengths);
       // Known before they join: admit() already chooses their first tokens.
       for (std::size_t j = 0; j < joining.size(); ++j) pending.emplace(joining_keys[j], std::move(joining[j]));
       adding = true;
