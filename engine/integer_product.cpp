@@ -274,14 +274,15 @@ ORDO_AVX2 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_
 
 // int8 tiles of 4 activation rows x 2 weight rows take a second formulation without
 // vpsignb, which competes with the multiplies: on Zen 4 running AVX2, the 4 x 2 loop ran
-// 2.5 vector instructions a cycle with it and 3 without. With s = 0xff where w < 0 (else 0), q ^ s is
-// q where w >= 0 and -q - 1 where w < 0, so |w| * (q ^ s) = q * w - [w < 0] |w|, and
+// 2.5 vector instructions a cycle with it and 3 without. With s = 0xff where w < 0
+// (else 0), q ^ s is q where w >= 0 and -q - 1 where w < 0, so |w| * (q ^ s) =
+// q * w - [w < 0] |w|, and
 //   P = sum |w| (q ^ s) + N,   N = sum over w < 0 of |w|  (per lane, per group),
 // where N depends on the weights alone: computed once per panel of weight rows and
 // shared by every tile of activation rows. |w| <= 128 and q ^ s in [-128, 126], so a
 // pair sums to at least -2 * 128 * 128 = -32768 and at most 2 * 128 * 126: vpmaddubsw
 // never saturates, and P is exact as the definition wants. One thread, 16 rows of
-// activations: 50 -> 59 GMAC/s on 768 columns, 59 -> 75 on 2048 (f32's sgemm: 45, 41).
+// activations: 50 -> 63 GMAC/s on 768 columns, 59 -> 77 on 2048 (f32's sgemm: 45, 41).
 
 // N of weights [begin, end) (whole runs of 32) into lanes[0..8): -(sums of min(w, 0)),
 // added in 16 bits a run (pairs of at least -256: 64 runs at least -16384) and widened
@@ -304,8 +305,9 @@ ORDO_AVX2 void negative_sums_int8(const std::int8_t* w, Index begin, Index end, 
 // |w| and s of both weight rows, a q run, a product and two constants are the 16
 // registers, and GCC 12 given intrinsics kept some accumulators on the stack, a store
 // and a load each a step.
-ORDO_AVX2 inline __attribute__((always_inline)) void runs_int8_4x2(const std::int8_t* q, Index q_stride, const std::int8_t* w, Index w_stride, Index n,
-                             __m256i (&p)[4][2]) {
+ORDO_AVX2 inline __attribute__((always_inline)) void runs_int8_4x2(const std::int8_t* q, Index q_stride,
+                                                                   const std::int8_t* w, Index w_stride, Index n,
+                                                                   __m256i (&p)[4][2]) {
   const std::int8_t* const end = q + n;
   const Index q_stride3 = 3 * q_stride;
 #define ORDO_PAIR(MAGNITUDE, SIGNS, ACC)                 \
@@ -534,13 +536,15 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
       if (a.groups() - g >= 8) {
         const __m256 s = _mm256_loadu_ps(a.scales(i) + g);
         for (int j = 0; j < NR; ++j)
-          block_c[j] = _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + g))));
+          block_c[j] =
+              _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + g))));
       } else {
         last_block_scales<NR>(a.scales(i) + g, scales, g, a.groups() - g, block_c);
       }
     }
     // This step's two: c_g in lanes 0-3, c_g+1 in lanes 4-7.
-    const __m256i pick = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(g % 8)), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    const __m256i pick =
+        _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(g % 8)), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
     const __m256i q_low = load(q + k), q_high = load(q + k + 32);
     const __m256i offsets_low = load(offsets + g * 8), offsets_high = load(offsets + g * 8 + 8);
     for (int j = 0; j < NR; ++j) {

@@ -59,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto parts = ordo::fuzz::split_files(ordo::fuzz::as_text(data, size));
   const fs::path& dir = ordo::fuzz::fresh_directory();
   const char* names[] = {"vocab.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json"};
-  for (std::size_t i = 0; i < parts.size() && i < std::size(names); ++i) ordo::fuzz::write_file(dir / names[i], parts[i]);
+  for (std::size_t i = 0; i < parts.size() && i < std::size(names); ++i)
+    ordo::fuzz::write_file(dir / names[i], parts[i]);
 
   check_vocabulary(dir / "vocab.json");
   for (const ordo::ModelConfig* config : {&marian, &llama})
