@@ -9,8 +9,11 @@
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
 // and -Wuninitialized report wherever they are inlined (GCC bug 105593, fixed in GCC 13).
+// Clang has no -Wmaybe-uninitialized (it would warn about the pragma) and no such bug.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 #endif
 
