@@ -217,7 +217,6 @@ void QuantizedActivations::arrange_pairs() {
 
 namespace {
 
-
 // ---- Portable: the definition, one product at a time.
 
 // Weight k of a row as an integer: the int8 value, or an int4 nibble minus 8. Runs of 32

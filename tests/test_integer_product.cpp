@@ -44,8 +44,8 @@ std::string name_of(const Case& c) {
 // (344); groups the AVX-512 kernels take (multiples of 64) and ones they leave to AVX2
 // (32, 3); int8 groups of four runs and more, which AVX2's 4 x 2 tiles take; int4 rows
 // of whole blocks of 8 groups of 32 and with a rest (one-row kernels take 8 groups'
-// scales at a time); int4 groups of one run, two, four; more groups than eight (the float steps'
-// lanes) and fewer.
+// scales at a time); int4 groups of one run, two, four; more groups than eight (the
+// float steps' lanes) and fewer.
 const Case kCases[] = {
     {WeightFormat::Int8, 0, 37},     {WeightFormat::Int8, 0, 64},     {WeightFormat::Int8, 0, 344},
     {WeightFormat::Int8, 0, 1000},   {WeightFormat::Int8, 32, 96},    {WeightFormat::Int8, 64, 768},
