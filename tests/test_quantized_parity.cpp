@@ -50,6 +50,7 @@
 #include "models/loaded_model.h"
 #include "models/safetensors.h"
 #include "ordo/quantize.hpp"
+#include "tests/model_factory.h"
 #include "tests/parity_support.h"
 #include "tests/reference.h"
 
@@ -281,7 +282,9 @@ std::map<std::string, std::vector<std::byte>> tensor_bytes(const std::filesystem
 
 TEST(QuantizedParity, OrdoQuantizeWritesTheOraclesBytes) {
   const auto twins = read_json(parity_dir() / "index.json").at("dequantized_twins").get<std::map<std::string, std::string>>();
-  const std::filesystem::path scratch = std::filesystem::path(::testing::TempDir()) / "ordo-quantized-parity";
+  // A directory of this process's own: CTest runs this binary under several ORDO_CPU paths
+  // at once (kernels.*_path), and a shared name let one run delete another's files.
+  const std::filesystem::path scratch = testing_support::temp_dir("quantized_parity");
   std::size_t tensors = 0;
   for (const auto& [twin, name] : twins) {
     SCOPED_TRACE("model " + name);
