@@ -71,13 +71,24 @@ class QuantizedActivations {
   // lanes 0-3, g 4-7, g + 1 4-7]. Unset otherwise (pairs() is false): batches do not pay
   // for an order no batch kernel reads.
   bool pairs() const { return rows_ == 1 && group_ == 32 && cols_ % 64 == 0; }
+  // For AVX2's batch tiles (four rows or more, groups of at least 128, quantized on the
+  // AVX2 path), row i's q split as |q| and s = -1 where q < 0, and the correction
+  // N[g * 8 + l] = the sum of |q| over lane l of group g's whole runs of 32 where q < 0:
+  // |q| * (w ^ s) is q * w - |q| where q < 0, so P = lanes of |q| * (w ^ s) plus N.
+  // Unset otherwise (sign_split() is false).
+  bool sign_split() const { return sign_split_; }
+  const std::uint8_t* magnitudes(Index i) const { return magnitudes_.data() + i * stride_; }
+  const std::int8_t* signs(Index i) const { return signs_.data() + i * stride_; }
+  const std::int32_t* negative_sums(Index i) const { return negative_sums_.data() + i * groups_ * 8; }
   const std::int8_t* pair_q(Index i) const { return pair_q_.data() + i * stride_; }
   const std::int32_t* pair_offsets(Index i) const { return pair_offsets_.data() + i * groups_ * 8; }
 
  private:
   void arrange_pairs();
+  void split_signs();
 
   Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
+  bool sign_split_ = false;
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;
   std::vector<float> scales_;
@@ -85,6 +96,9 @@ class QuantizedActivations {
   std::vector<std::int32_t> nibble_offsets_;
   std::vector<std::int8_t> pair_q_;
   std::vector<std::int32_t> pair_offsets_;
+  std::vector<std::uint8_t> magnitudes_;
+  std::vector<std::int8_t> signs_;
+  std::vector<std::int32_t> negative_sums_;
 };
 
 // Whether integer_product takes w: int8 or int4.
