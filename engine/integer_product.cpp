@@ -587,19 +587,6 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
   }
 }
 
-// Reads bytes [from, to), one load a cache line, so that the tiles after it find them
-// in cache: a loop of nothing but loads keeps enough of them in flight to stream at the
-// memory's rate, which tiles that compute between their loads do not. Paired on AVX2,
-// before the tiles of each panel: batch-16 decode 1.13x, batch-4 1.19x, batch-32 1.08x
-// (without it, the tiles ran 6-24 % slower than with the weights' N pass it replaces).
-ORDO_AVX2 __attribute__((noinline)) void stream_in(const std::byte* from, const std::byte* to) {
-  __m256i any = _mm256_setzero_si256();
-  for (; from + 256 <= to; from += 256)
-    any = _mm256_or_si256(any, _mm256_or_si256(_mm256_or_si256(load(from), load(from + 64)),
-                                               _mm256_or_si256(load(from + 128), load(from + 192))));
-  asm volatile("" : : "x"(any));
-}
-
 // Activation rows i0 .. i0 + MR - 1 against the weight rows [begin, end), NR at a time;
 // sign_split: 4 x 2 int8 tiles through runs_int8_4x2.
 template <int MR, int NR>
@@ -638,7 +625,7 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
   constexpr Index kPanel = 64;
   for (Index panel = first; panel < first + count; panel += kPanel) {
     const Index end = std::min(first + count, panel + kPanel);
-    stream_in(w.row<std::byte>(panel), w.row<std::byte>(end - 1) + w.row_bytes());
+    integer_detail::stream_in(w.row<std::byte>(panel), w.row<std::byte>(end - 1) + w.row_bytes());
     Index i0 = 0;
     for (; i0 + 4 <= a.rows(); i0 += 4) panel_avx2<4, NR>(a, w, i0, panel, end, first, y, y_stride, sign_split);
     for (; i0 + 2 <= a.rows(); i0 += 2) panel_avx2<2, NR>(a, w, i0, panel, end, first, y, y_stride);

