@@ -283,24 +283,24 @@ bool close(double got, double want, double atol, double rtol) {
 }
 
 void expect_close(const Matrix64& got, const Matrix64& want, double atol, double rtol,
-                  std::source_location where) {
+                  CallSite where) {
   if (auto result = all_close(got, want, atol, rtol); !result)
-    ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line())) << result.message();
+    ADD_FAILURE_AT(where.file, where.line) << result.message();
 }
 
 void expect_close(std::span<const float> got, std::span<const double> want, double atol,
-                  double rtol, std::source_location where) {
+                  double rtol, CallSite where) {
   if (auto result = all_close(got, want, atol, rtol); !result)
-    ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line())) << result.message();
+    ADD_FAILURE_AT(where.file, where.line) << result.message();
 }
 
-std::string error_message(const std::function<void()>& f, std::source_location where) {
+std::string error_message(const std::function<void()>& f, CallSite where) {
   try {
     f();
   } catch (const Error& e) {
     return e.what();
   }
-  ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line()))
+  ADD_FAILURE_AT(where.file, where.line)
       << "expected an ordo::Error, but nothing was thrown";
   return "";
 }

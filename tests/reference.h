@@ -18,7 +18,6 @@
 #include <functional>
 #include <initializer_list>
 #include <random>
-#include <source_location>
 #include <span>
 #include <string>
 #include <vector>
@@ -115,11 +114,23 @@ Matrix64 rope(const Matrix64& x, Index head_dim, double theta, RopeLayout layout
 ::testing::AssertionResult all_close(std::span<const float> got, std::span<const double> want,
                                      double atol, double rtol);
 
+// Where a helper was called from, so that it reports failures at the caller's line.
+// std::source_location would say it, but clang 14 with libstdc++ 12 lacks the builtin
+// that needs (the suite did not compile with clang); these two builtins, as default
+// arguments, name the call site on GCC and clang alike.
+struct CallSite {
+  static constexpr CallSite here(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    return {file, line};
+  }
+  const char* file;
+  int line;
+};
+
 // EXPECT_TRUE(all_close(...)), reported at the caller's line.
 void expect_close(const Matrix64& got, const Matrix64& want, double atol, double rtol,
-                  std::source_location where = std::source_location::current());
+                  CallSite where = CallSite::here());
 void expect_close(std::span<const float> got, std::span<const double> want, double atol,
-                  double rtol, std::source_location where = std::source_location::current());
+                  double rtol, CallSite where = CallSite::here());
 
 // Expects `text` to contain every one of `parts` (an error message names what it must).
 void expect_mentions(const std::string& text, std::initializer_list<const char*> parts);
@@ -130,8 +141,7 @@ void expect_outside_unchanged(const Matrix& wide, const Matrix& before, Index fi
 
 // Runs f; returns the message of the ordo::Error it throws. Fails the test (at the
 // caller's line) and returns "" when f throws nothing. Other exceptions propagate.
-std::string error_message(const std::function<void()>& f,
-                          std::source_location where = std::source_location::current());
+std::string error_message(const std::function<void()>& f, CallSite where = CallSite::here());
 
 // ---------------------------------------------------------------------------------------
 // Random inputs, uniform in [lo, hi). Deterministic for a given std::mt19937 seed.

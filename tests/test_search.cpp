@@ -17,7 +17,6 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <source_location>
 #include <span>
 #include <string>
 #include <utility>
@@ -869,8 +868,8 @@ NaiveGreedy hand_constrained_greedy(const Transformer& t, std::span<const int> s
 // Oracle: hand_constrained_greedy. Ids exactly; log-probs within 1e-5 (float vs double
 // log-softmax of the same logits, values of a few units).
 void expect_hand_greedy(const Hypothesis& got, const NaiveGreedy& want,
-                        std::source_location where = std::source_location::current()) {
-  SCOPED_TRACE(::testing::Message() << "called from line " << where.line());
+                        reference::CallSite where = reference::CallSite::here()) {
+  SCOPED_TRACE(::testing::Message() << "called from line " << where.line);
   EXPECT_EQ(got.ids, want.ids);
   EXPECT_EQ(got.finished, want.finished);
   reference::expect_close(got.token_logprobs, reference::to_double(want.logprobs), 1e-5, 0.0);
