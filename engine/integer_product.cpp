@@ -321,9 +321,9 @@ ORDO_AVX2 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_
 // pair sums to at most 2 * 127 * 128 < 2^15: vpmaddubsw never saturates, and P is exact
 // as the definition wants, stored weights of -128 included. The weights' own sign split
 // (the formulation before this one) cost a pass over each panel's weights per product,
-// and two more vector instructions a step. One thread, weights in cache: 16 rows of
-// activations 53 -> 58 GMAC/s on 768 columns, 61 -> 66 on 2048 (f32's sgemm: 26-29);
-// 512 rows 60 -> 62 and 67 -> 69 (sgemm: 54-56).
+// and two more vector instructions a step. One thread of an Intel Xeon on the AVX2
+// path, weights in cache: 16 rows of activations 53 -> 58 GMAC/s on 768 columns,
+// 61 -> 66 on 2048 (f32's sgemm: 26-29); 512 rows 60 -> 62 and 67 -> 69 (sgemm: 54-56).
 
 // p[i][j] += sum |q_i| (w_j ^ s_i) over n weights (a multiple of 32, at least 32) for
 // the four activation rows at magnitude, magnitude + stride, ... (their signs at sign,
