@@ -625,7 +625,7 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
   constexpr Index kPanel = 64;
   for (Index panel = first; panel < first + count; panel += kPanel) {
     const Index end = std::min(first + count, panel + kPanel);
-    integer_detail::stream_in(w.row<std::byte>(panel), w.row<std::byte>(end - 1) + w.row_bytes());
+    integer_detail::stream_in(w, panel, end);
     Index i0 = 0;
     for (; i0 + 4 <= a.rows(); i0 += 4) panel_avx2<4, NR>(a, w, i0, panel, end, first, y, y_stride, sign_split);
     for (; i0 + 2 <= a.rows(); i0 += 2) panel_avx2<2, NR>(a, w, i0, panel, end, first, y, y_stride);

@@ -276,7 +276,7 @@ ORDO_VNNI void integer_product(const QuantizedActivations& a, const WeightMatrix
   constexpr Index kPanel = 64;
   for (Index panel = first; panel < first + count; panel += kPanel) {
     const Index end = std::min(first + count, panel + kPanel);
-    integer_detail::stream_in(w.row<std::byte>(panel), w.row<std::byte>(end - 1) + w.row_bytes());
+    integer_detail::stream_in(w, panel, end);
     Index i0 = 0;
     for (; i0 + MR <= a.rows(); i0 += MR) tile_row<MR>(a, w, i0, panel, end, first, y, y_stride);
     for (; i0 < a.rows(); ++i0) tile_row<1>(a, w, i0, panel, end, first, y, y_stride);
