@@ -16,7 +16,12 @@ if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 build=build-fuzz
-targets=(safetensors shard_index config model_dir tokenizer torch_bin requests hf_files)
+# The targets as tests/fuzz/CMakeLists.txt lists them (ORDO_FUZZ_TARGETS): one list.
+read -r -a targets < <(sed -n 's/^set(ORDO_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)
+if ((${#targets[@]} == 0)); then
+  echo "tools/scripts/fuzz.sh: no ORDO_FUZZ_TARGETS line in tests/fuzz/CMakeLists.txt" >&2
+  exit 1
+fi
 
 tools/scripts/install_deps.sh --fuzz
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DORDO_FUZZ=ON \
