@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/half.h"
+#include "engine/integer_product_amx.h"
 #include "engine/integer_product_avx512.h"
 #include "engine/integer_product_internal.h"
 
@@ -653,7 +654,8 @@ void integer_product_on(KernelPath path, const QuantizedActivations& a, const We
   // int8 decode steps (a row or a few) stream faster through the AVX2 kernel (3.8x f32
   // against 3.2x on the bench model, one thread): the same numbers either way.
   const bool int8_rows = w.format() == WeightFormat::Int8 && a.rows() < 4;
-  if (path == KernelPath::Avx512 && avx512::integer_product_takes(w) && !int8_rows)
+  if (path == KernelPath::Amx && amx::takes(a, w)) return amx::integer_product(a, w, first, count, y, y_stride);
+  if (path >= KernelPath::Avx512 && avx512::integer_product_takes(w) && !int8_rows)
     return avx512::integer_product(a, w, first, count, y, y_stride);
   if (path >= KernelPath::Avx2) return product_avx2(a, w, first, count, y, y_stride);
 #endif

@@ -110,6 +110,7 @@ std::vector<KernelPath> paths() {
   std::vector<KernelPath> all = {KernelPath::Portable};
   if (kernels::widest_kernel_path() >= KernelPath::Avx2) all.push_back(KernelPath::Avx2);
   if (kernels::widest_kernel_path() >= KernelPath::Avx512) all.push_back(KernelPath::Avx512);
+  if (kernels::widest_kernel_path() >= KernelPath::Amx) all.push_back(KernelPath::Amx);
   return all;
 }
 
@@ -140,6 +141,40 @@ TEST(IntegerProduct, EveryPathGivesTheDefinitionsNumbers) {
         for (const KernelPath path : paths())
           expect_bits(product(path, x, m, w.view()), want,
                       std::string(kernels::kernel_path_name(path)) + ", rows of x " + std::to_string(m));
+      }
+    }
+}
+
+// Products of many rows, where AMX's tiles take int8 in groups of a multiple of 256:
+// lanes of one tile row (256) and of two with padding (768 columns: 96 bytes a lane),
+// several groups of both parities (4 of 256, 3 of 512), activation rows and weight rows
+// that fill 32-row blocks and ones that do not, rows of zeros, tiny values and a NaN, and
+// splits of the weight rows as the threads make them and as they do not.
+TEST(IntegerProduct, ProductsOfManyRowsGiveTheDefinitionsNumbers) {
+  const Case cases[] = {{WeightFormat::Int8, 0, 256},
+                        {WeightFormat::Int8, 0, 768},
+                        {WeightFormat::Int8, 256, 1024},
+                        {WeightFormat::Int8, 512, 1536}};
+  for (const Case& c : cases)
+    for (const Index rows : {Index{16}, Index{45}, Index{70}}) {
+      SCOPED_TRACE(name_of(c) + ", weight rows " + std::to_string(rows));
+      const EncodedMatrix w = encoded(c, rows, 13);
+      for (const Index m : {32, 33, 64, 71}) {
+        std::vector<float> x = random_values(m * c.cols, 14, 3.0f);
+        std::fill(x.begin() + c.cols, x.begin() + 2 * c.cols, 0.0f);
+        std::fill(x.begin() + 2 * c.cols, x.begin() + 3 * c.cols, 1e-37f);
+        x[static_cast<std::size_t>((m - 1) * c.cols + 5)] = std::numeric_limits<float>::quiet_NaN();
+        const std::vector<float> want = by_definition(x, m, w.view());
+        for (const KernelPath path : paths()) {
+          const std::string where = std::string(kernels::kernel_path_name(path)) + ", rows of x " + std::to_string(m);
+          expect_bits(product(path, x, m, w.view()), want, where);
+          QuantizedActivations a;
+          a.quantize_on(path, ConstMatrixRef(x.data(), m, c.cols), w.group);
+          std::vector<float> split(static_cast<std::size_t>(m * rows));
+          for (const auto& [first, count] : {std::pair<Index, Index>{0, 5}, {5, rows - 5 - 3}, {rows - 3, 3}})
+            kernels::integer_product_on(path, a, w.view(), first, count, split.data() + first, rows);
+          expect_bits(split, want, where + ", split 5 + " + std::to_string(rows - 8) + " + 3");
+        }
       }
     }
 }
@@ -184,7 +219,7 @@ TEST(IntegerProduct, IntegerSumsAtTheirLimitsAreExact) {
   const float activations[] = {1.0f, -1.0f, 0.0f};  // q = 127, -127, 0 (the largest |x| is 1)
   for (const Case& c : {Case{WeightFormat::Int8, 0, 256}, Case{WeightFormat::Int8, 128, 384}}) {
     SCOPED_TRACE(name_of(c));
-    constexpr Index rows = 9, m = 9;
+    constexpr Index rows = 9, m = 40;  // 40: AMX's tiles take the groups of 256
     EncodedMatrix w = encoded(c, rows, 12);
     auto* values = reinterpret_cast<std::int8_t*>(w.values.data());
     std::vector<float> x(static_cast<std::size_t>(m * c.cols));

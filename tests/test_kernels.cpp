@@ -22,6 +22,12 @@
 #include "tests/cli_runner.h"
 #include "tests/reference.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace ordo {
 namespace {
 
@@ -207,23 +213,44 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
                Error);
 }
 
-// The kernels take the widest path the CPU has (AVX-512, else AVX2 + FMA, else
-// portable), capped by ORDO_CPU: CTest runs this file once more with ORDO_CPU=avx2
-// (kernels.avx2_path) and ORDO_CPU=portable (kernels.portable_path), so every path is
-// tested on any machine that has it.
+// Whether this process may run AMX: the CPU has the tiles and their int8 multiplies
+// (CPUID leaf 7, EDX bits 24 and 25) and Linux's permission mask for the process holds
+// the tile data (bit 18; the kernel path asked for it on its first call).
+bool amx_permitted() {
+#if defined(__x86_64__)
+  (void)kernels::kernel_path();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || (edx & (3u << 24)) != (3u << 24)) return false;
+  unsigned long permitted = 0;
+  constexpr long kGetPermission = 0x1022;  // ARCH_GET_XCOMP_PERM
+  return syscall(SYS_arch_prctl, kGetPermission, &permitted) == 0 && (permitted & (1ul << 18)) != 0;
+#else
+  return false;
+#endif
+}
+
+// The kernels take the widest path the CPU has (AMX where Linux allows it, AVX-512, else
+// AVX2 + FMA, else portable), capped by ORDO_CPU: CTest runs this file once more with
+// ORDO_CPU=avx512 (kernels.avx512_path), avx2 (kernels.avx2_path) and portable
+// (kernels.portable_path), so every path is tested on any machine that has it.
 TEST(Kernels, PathFollowsTheCpuAndOrdoCpu) {
   const char* raw = std::getenv("ORDO_CPU");
   const std::string setting = raw != nullptr ? raw : "";
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
-  const kernels::KernelPath widest =
-      avx512 ? kernels::KernelPath::Avx512 : avx2 ? kernels::KernelPath::Avx2 : kernels::KernelPath::Portable;
+  const bool amx = avx512 && amx_permitted();
+  const kernels::KernelPath widest = amx      ? kernels::KernelPath::Amx
+                                     : avx512 ? kernels::KernelPath::Avx512
+                                     : avx2   ? kernels::KernelPath::Avx2
+                                              : kernels::KernelPath::Portable;
   kernels::KernelPath want = widest;
   if (setting == "portable") want = kernels::KernelPath::Portable;
   if (setting == "avx2") want = std::min(widest, kernels::KernelPath::Avx2);
+  if (setting == "avx512") want = std::min(widest, kernels::KernelPath::Avx512);
   EXPECT_EQ(kernels::kernel_path_name(kernels::widest_kernel_path()), kernels::kernel_path_name(widest));
   EXPECT_EQ(kernels::kernel_path_name(kernels::kernel_path()), kernels::kernel_path_name(want))
-      << "ORDO_CPU=" << (raw ? raw : "(unset)") << ", CPU with AVX2+FMA: " << avx2 << ", AVX-512F: " << avx512;
+      << "ORDO_CPU=" << (raw ? raw : "(unset)") << ", CPU with AVX2+FMA: " << avx2 << ", AVX-512F: " << avx512
+      << ", AMX permitted: " << amx;
 }
 
 // A typo in ORDO_CPU is an error that names the variable, never a silent fallback.
@@ -241,7 +268,7 @@ TEST(Kernels, AnUnknownOrdoCpuValueIsAnErrorThatNamesIt) {
   EXPECT_EQ(result.out, "");
   EXPECT_EQ(result.err,
             "ordo: environment variable ORDO_CPU: unknown value 'avx9' (the values are 'auto', the default, "
-            "'avx2' and 'portable')\n");
+            "'avx512', 'avx2' and 'portable')\n");
 }
 
 }  // namespace

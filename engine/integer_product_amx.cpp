@@ -1,0 +1,253 @@
+#include "engine/integer_product_amx.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/integer_product.h"
+#include "engine/integer_product_internal.h"
+
+#if defined(__x86_64__)
+// As in integer_product_avx512.cpp: GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized
+// (GCC bug 105593, fixed in GCC 13).
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+#endif
+
+namespace ordo::kernels::amx {
+
+namespace {
+// Lanes of 32 bytes at least: a group of 256 weights.
+constexpr Index kGroupMultiple = 256;
+}  // namespace
+
+bool takes(const QuantizedActivations& a, const WeightMatrix& w) {
+  return w.format() == WeightFormat::Int8 && w.group() % kGroupMultiple == 0 && a.rows() >= kMinRows;
+}
+
+#if defined(__x86_64__)
+
+namespace {
+
+#define ORDO_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx2,fma")))
+
+// The tiles: 0-3 the sums of a block of 32 activation rows x 32 weight rows (rows 0-15
+// against weight rows 0-15, 0-15 x 16-31, 16-31 x 0-15, 16-31 x 16-31), 4-5 the
+// activations of rows 0-15 and 16-31, 6-7 the weights of rows 0-15 and 16-31. Every tile
+// is 16 rows of 64 bytes: the activations' 64 bytes are sixteen four-byte steps of one
+// lane, and the weights' rows are those steps, each holding sixteen weight rows' four
+// bytes (the layout TDPBSSD multiplies: C[m][n] += sum of A[m][4t + j] B[t][4n + j]).
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {};
+  std::uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+constexpr int kBlock = 32;                   // rows of activations, and of weights, a block
+constexpr Index kTileBytes = 16 * 64;        // one tile
+constexpr Index kLaneChunk = 64;             // one lane's bytes in a tile row
+constexpr Index kStepsPerChunk = kLaneChunk / 4;
+
+// Where each lane of each group sits in the copies. A lane of a group of G is G / 8
+// bytes: G / 32 steps of four, one from each run of 32. Padded with zeros to whole
+// tile rows (a lane of 96 bytes, from rows of 768 weights, takes two).
+struct Layout {
+  Index group, groups, steps, lane_bytes, chunks;
+  explicit Layout(const QuantizedActivations& a)
+      : group(a.group()),
+        groups(a.groups()),
+        steps(a.group() / 32),
+        lane_bytes((a.group() / 8 + kLaneChunk - 1) / kLaneChunk * kLaneChunk),
+        chunks(lane_bytes / kLaneChunk) {}
+  // A row of activations: lane l of group g at [(g * 8 + l) * lane_bytes].
+  Index row_bytes() const { return groups * 8 * lane_bytes; }
+  Index lane_offset(Index g, int l) const { return (g * 8 + l) * lane_bytes; }
+  // The weights of a panel: tile (block b of 16 rows, g, l, chunk c).
+  Index tile_offset(int b, Index g, int l, Index c) const { return (((b * groups + g) * 8 + l) * chunks + c) * kTileBytes; }
+  Index panel_bytes() const { return 2 * groups * 8 * chunks * kTileBytes; }
+};
+
+// An 8 x 8 block of 32-bit values transposed in place: r[i][j] becomes r[j][i].
+ORDO_AMX inline void transpose8(__m256i (&r)[8]) {
+  __m256 t[8], s[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(_mm256_castsi256_ps(r[i]), _mm256_castsi256_ps(r[i + 1]));
+    t[i + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(r[i]), _mm256_castsi256_ps(r[i + 1]));
+  }
+  for (int i = 0; i < 8; i += 4) {
+    s[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_castps_si256(_mm256_permute2f128_ps(s[i], s[i + 4], 0x20));
+    r[i + 4] = _mm256_castps_si256(_mm256_permute2f128_ps(s[i], s[i + 4], 0x31));
+  }
+}
+
+ORDO_AMX inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+ORDO_AMX inline void store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+
+// Every row of a's q, lane by lane (rows up to a multiple of 32, zeros past the last).
+// Eight runs of 32 at a time: run i's lanes are the eight 32-bit values of its vector,
+// so the transposed block holds each lane's eight steps.
+ORDO_AMX void copy_activations(const QuantizedActivations& a, const Layout& layout, std::vector<std::int8_t>& out) {
+  const Index rows = (a.rows() + kBlock - 1) / kBlock * kBlock, row_bytes = layout.row_bytes();
+  out.assign(static_cast<std::size_t>(rows * row_bytes), 0);
+  for (Index i = 0; i < a.rows(); ++i) {
+    std::int8_t* row = out.data() + i * row_bytes;
+    for (Index g = 0; g < layout.groups; ++g) {
+      const std::int8_t* q = a.q(i) + g * layout.group;
+      for (Index step = 0; step < layout.steps; step += 8) {
+        __m256i block[8];
+        for (int run = 0; run < 8; ++run) block[run] = load32(q + (step + run) * 32);
+        transpose8(block);
+        for (int l = 0; l < 8; ++l) store32(row + layout.lane_offset(g, l) + step * 4, block[l]);
+      }
+    }
+  }
+}
+
+// Weight rows [begin, end) (at most 32) as the weight tiles, and their scales at
+// scales[(b * groups + g) * 16 + n] for row begin + 16 b + n (zeros past end). Each
+// step of eight weight rows at a time: row i's run holds the eight lanes' steps, so the
+// transposed block holds, for each lane, the eight rows' four bytes side by side.
+ORDO_AMX void copy_weights(const WeightMatrix& w, Index begin, Index end, const Layout& layout,
+                           std::vector<std::int8_t>& out, std::vector<float>& scales) {
+  out.assign(static_cast<std::size_t>(layout.panel_bytes()), 0);
+  scales.assign(static_cast<std::size_t>(2 * layout.groups * 16), 0.0f);
+  for (int b = 0; b < 2; ++b)
+    for (int eighth = 0; eighth < 2; ++eighth) {
+      const Index first_row = begin + b * 16 + eighth * 8;
+      if (first_row >= end) break;
+      const std::int8_t* rows[8];
+      for (int i = 0; i < 8; ++i) rows[i] = first_row + i < end ? w.row<std::int8_t>(first_row + i) : nullptr;
+      for (Index g = 0; g < layout.groups; ++g) {
+        for (int i = 0; i < 8; ++i)
+          if (rows[i] != nullptr) scales[static_cast<std::size_t>((b * layout.groups + g) * 16 + eighth * 8 + i)] =
+                                      integer_detail::weight_scale(w, first_row + i, g);
+        for (Index step = 0; step < layout.steps; ++step) {
+          __m256i block[8];
+          const Index at = g * layout.group + step * 32;
+          for (int i = 0; i < 8; ++i) block[i] = rows[i] != nullptr ? load32(rows[i] + at) : _mm256_setzero_si256();
+          transpose8(block);
+          const Index chunk = step / kStepsPerChunk, tile_row = step % kStepsPerChunk;
+          for (int l = 0; l < 8; ++l)
+            store32(out.data() + layout.tile_offset(b, g, l, chunk) + tile_row * 64 + eighth * 32, block[l]);
+        }
+      }
+    }
+}
+
+// What one thread keeps between products: the copies, and a block's sums and totals.
+struct Scratch {
+  std::vector<std::int8_t> activations, weights;
+  std::vector<float> weight_scales;
+  alignas(64) std::int32_t sums[4][16][16];  // tiles 0-3 as stored
+  alignas(64) float totals[2][kBlock][kBlock];  // t[g mod 2] of one lane, [activation row][weight row]
+  alignas(64) float lanes[8][kBlock][kBlock];  // u[l] = t[0] + t[1], for every lane
+};
+
+// The block of activation rows [i0, i0 + 32) and the panel's 32 weight rows: lane by
+// lane, each group's sums on the tiles, then the definition's float step for the
+// group, vectorized across the 16 weight rows of a tile row. A lane's totals are
+// complete after its last group (a lane's steps never read another's), which keeps one
+// lane's t at a time.
+ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i0, Scratch& s) {
+  const Index row_bytes = layout.row_bytes();
+  const std::int8_t* const rows0 = s.activations.data() + i0 * row_bytes;
+  const std::int8_t* const rows16 = rows0 + 16 * row_bytes;
+  for (int l = 0; l < 8; ++l) {
+    std::fill_n(&s.totals[0][0][0], 2 * kBlock * kBlock, 0.0f);
+    for (Index g = 0; g < layout.groups; ++g) {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (Index c = 0; c < layout.chunks; ++c) {
+        const Index at = layout.lane_offset(g, l) + c * kLaneChunk;
+        _tile_loadd(4, rows0 + at, row_bytes);
+        _tile_loadd(5, rows16 + at, row_bytes);
+        _tile_loadd(6, s.weights.data() + layout.tile_offset(0, g, l, c), 64);
+        _tile_loadd(7, s.weights.data() + layout.tile_offset(1, g, l, c), 64);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+      }
+      _tile_stored(0, s.sums[0], 64);
+      _tile_stored(1, s.sums[1], 64);
+      _tile_stored(2, s.sums[2], 64);
+      _tile_stored(3, s.sums[3], 64);
+      // t[g mod 2] = fma(float(P), c_g, t[g mod 2]), c_g = s_g * w_scale_g
+      for (int half = 0; half < 2; ++half)
+        for (int r = 0; r < 16; ++r) {
+          const Index i = i0 + half * 16 + r;
+          const __m512 activation_scale = _mm512_set1_ps(i < a.rows() ? a.scales(i)[g] : 0.0f);
+          for (int b = 0; b < 2; ++b) {
+            const __m512 c = _mm512_mul_ps(
+                activation_scale, _mm512_loadu_ps(s.weight_scales.data() + (b * layout.groups + g) * 16));
+            float* t = &s.totals[g % 2][half * 16 + r][b * 16];
+            const __m512 p = _mm512_cvtepi32_ps(_mm512_load_si512(s.sums[half * 2 + b][r]));
+            _mm512_storeu_ps(t, _mm512_fmadd_ps(p, c, _mm512_loadu_ps(t)));
+          }
+        }
+    }
+    for (int r = 0; r < kBlock; ++r)
+      for (int b = 0; b < 2; ++b)
+        _mm512_store_ps(&s.lanes[l][r][b * 16],
+                        _mm512_add_ps(_mm512_load_ps(&s.totals[0][r][b * 16]), _mm512_load_ps(&s.totals[1][r][b * 16])));
+  }
+}
+
+}  // namespace
+
+// Panels of 32 weight rows, each copied once and met by every block of 32 activation
+// rows; the copy of the activations is this thread's (engine/blas.cpp runs a product's
+// weight rows on several threads, each with all its rows of activations).
+ORDO_AMX void integer_product(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
+                              Index y_stride) {
+  thread_local const std::unique_ptr<Scratch> scratch = std::make_unique<Scratch>();  // 44 KiB: not on the stack
+  Scratch& s = *scratch;
+  const Layout layout(a);
+  TileConfig config;
+  for (int tile = 0; tile < 8; ++tile) {
+    config.rows[tile] = 16;
+    config.bytes_per_row[tile] = 64;
+  }
+  _tile_loadconfig(&config);
+  copy_activations(a, layout, s.activations);
+  for (Index panel = first; panel < first + count; panel += kBlock) {
+    const Index end = std::min(first + count, panel + kBlock);
+    copy_weights(w, panel, end, layout, s.weights, s.weight_scales);
+    for (Index i0 = 0; i0 < a.rows(); i0 += kBlock) {
+      block(a, layout, i0, s);
+      // y = ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7))
+      const Index rows = std::min<Index>(kBlock, a.rows() - i0);
+      for (Index r = 0; r < rows; ++r)
+        for (int b = 0; b < 2; ++b) {
+          const Index n = panel + b * 16;
+          if (n >= end) break;
+          __m512 u[8];
+          for (int l = 0; l < 8; ++l) u[l] = _mm512_load_ps(&s.lanes[l][r][b * 16]);
+          const __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(u[0], u[4]), _mm512_add_ps(u[2], u[6])),
+                                           _mm512_add_ps(_mm512_add_ps(u[1], u[5]), _mm512_add_ps(u[3], u[7])));
+          const auto mask = static_cast<__mmask16>(end - n >= 16 ? 0xffff : (1u << (end - n)) - 1);
+          _mm512_mask_storeu_ps(y + (i0 + r) * y_stride + (n - first), mask, sum);
+        }
+    }
+  }
+  _tile_release();
+}
+
+#endif
+
+}  // namespace ordo::kernels::amx
