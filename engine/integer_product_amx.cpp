@@ -151,23 +151,65 @@ ORDO_AMX void copy_weights(const WeightMatrix& w, Index begin, Index end, const 
 struct Scratch {
   std::vector<std::int8_t> activations, weights;
   std::vector<float> weight_scales;
-  alignas(64) std::int32_t sums[4][16][16];  // tiles 0-3 as stored
-  alignas(64) float totals[2][kBlock][kBlock];  // t[g mod 2] of one lane, [activation row][weight row]
-  alignas(64) float lanes[8][kBlock][kBlock];  // u[l] = t[0] + t[1], for every lane
+  std::vector<float> c;                             // c_g of the block, [g][activation row][weight row]
+  alignas(64) std::int32_t sums[2][4][16][16];     // tiles 0-3 as stored, for two steps in turn
+  alignas(64) float totals[2][kBlock][kBlock];      // t[g mod 2] of one lane, [activation row][weight row]
+  alignas(64) float lanes[8][kBlock][kBlock];       // u[l] = t[0] + t[1], for every lane
 };
 
+// c_g = s_g * w_scale_g for the block's activation rows from i0 (0 past the last) and
+// the panel's weight rows.
+ORDO_AMX void block_scales(const QuantizedActivations& a, const Layout& layout, Index i0, Scratch& s) {
+  s.c.resize(static_cast<std::size_t>(layout.groups * kBlock * kBlock));
+  for (Index g = 0; g < layout.groups; ++g)
+    for (int r = 0; r < kBlock; ++r) {
+      const __m512 activation_scale = _mm512_set1_ps(i0 + r < a.rows() ? a.scales(i0 + r)[g] : 0.0f);
+      for (int b = 0; b < 2; ++b)
+        _mm512_storeu_ps(s.c.data() + (g * kBlock + r) * kBlock + b * 16,
+                         _mm512_mul_ps(activation_scale,
+                                       _mm512_loadu_ps(s.weight_scales.data() + (b * layout.groups + g) * 16)));
+    }
+}
+
+// The float step of group g of lane l from the sums of its tiles: t[g mod 2] =
+// fma(float(P), c_g, t[g mod 2]), vectorized across the 16 weight rows of a tile row
+// (each group's first step starts from t = 0 without reading it); after the lane's last
+// group, u[l] = t[0] + t[1] (t[1] = 0 where there is one group).
+ORDO_AMX void float_step(const Layout& layout, Index g, int l, const std::int32_t (&sums)[4][16][16], Scratch& s) {
+  float (&t)[kBlock][kBlock] = s.totals[g % 2];
+  for (int half = 0; half < 2; ++half)
+    for (int r = 0; r < 16; ++r)
+      for (int b = 0; b < 2; ++b) {
+        const Index row = half * 16 + r;
+        const __m512 p = _mm512_cvtepi32_ps(_mm512_load_si512(sums[half * 2 + b][r]));
+        const __m512 c = _mm512_loadu_ps(s.c.data() + (g * kBlock + row) * kBlock + b * 16);
+        const __m512 before = g < 2 ? _mm512_setzero_ps() : _mm512_load_ps(&t[row][b * 16]);
+        _mm512_store_ps(&t[row][b * 16], _mm512_fmadd_ps(p, c, before));
+      }
+  if (g + 1 < layout.groups) return;
+  for (int row = 0; row < kBlock; ++row)
+    for (int b = 0; b < 2; ++b) {
+      const __m512 odd = layout.groups > 1 ? _mm512_load_ps(&s.totals[1][row][b * 16]) : _mm512_setzero_ps();
+      _mm512_store_ps(&s.lanes[l][row][b * 16], _mm512_add_ps(_mm512_load_ps(&s.totals[0][row][b * 16]), odd));
+    }
+}
+
 // The block of activation rows [i0, i0 + 32) and the panel's 32 weight rows: lane by
-// lane, each group's sums on the tiles, then the definition's float step for the
-// group, vectorized across the 16 weight rows of a tile row. A lane's totals are
-// complete after its last group (a lane's steps never read another's), which keeps one
-// lane's t at a time.
+// lane, each group's sums on the tiles, then the definition's float step for the group.
+// A lane's totals are complete after its last group (a lane's steps never read
+// another's), which keeps one lane's t at a time. The float step of each (lane, group)
+// runs while the tiles compute the next one's sums: the tiles' results are stored only
+// after it, into the other of two buffers.
 ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i0, Scratch& s) {
+  block_scales(a, layout, i0, s);
   const Index row_bytes = layout.row_bytes();
   const std::int8_t* const rows0 = s.activations.data() + i0 * row_bytes;
   const std::int8_t* const rows16 = rows0 + 16 * row_bytes;
-  for (int l = 0; l < 8; ++l) {
-    std::fill_n(&s.totals[0][0][0], 2 * kBlock * kBlock, 0.0f);
-    for (Index g = 0; g < layout.groups; ++g) {
+  const Index steps = 8 * layout.groups;
+  for (Index step = 0; step <= steps; ++step) {
+    if (step < steps) {
+      const int l = static_cast<int>(step / layout.groups);
+      const Index g = step % layout.groups;
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
@@ -183,28 +225,17 @@ ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i
         _tile_dpbssd(2, 5, 6);
         _tile_dpbssd(3, 5, 7);
       }
-      _tile_stored(0, s.sums[0], 64);
-      _tile_stored(1, s.sums[1], 64);
-      _tile_stored(2, s.sums[2], 64);
-      _tile_stored(3, s.sums[3], 64);
-      // t[g mod 2] = fma(float(P), c_g, t[g mod 2]), c_g = s_g * w_scale_g
-      for (int half = 0; half < 2; ++half)
-        for (int r = 0; r < 16; ++r) {
-          const Index i = i0 + half * 16 + r;
-          const __m512 activation_scale = _mm512_set1_ps(i < a.rows() ? a.scales(i)[g] : 0.0f);
-          for (int b = 0; b < 2; ++b) {
-            const __m512 c = _mm512_mul_ps(
-                activation_scale, _mm512_loadu_ps(s.weight_scales.data() + (b * layout.groups + g) * 16));
-            float* t = &s.totals[g % 2][half * 16 + r][b * 16];
-            const __m512 p = _mm512_cvtepi32_ps(_mm512_load_si512(s.sums[half * 2 + b][r]));
-            _mm512_storeu_ps(t, _mm512_fmadd_ps(p, c, _mm512_loadu_ps(t)));
-          }
-        }
     }
-    for (int r = 0; r < kBlock; ++r)
-      for (int b = 0; b < 2; ++b)
-        _mm512_store_ps(&s.lanes[l][r][b * 16],
-                        _mm512_add_ps(_mm512_load_ps(&s.totals[0][r][b * 16]), _mm512_load_ps(&s.totals[1][r][b * 16])));
+    if (step > 0) {
+      const Index previous = step - 1;
+      float_step(layout, previous % layout.groups, static_cast<int>(previous / layout.groups), s.sums[previous % 2], s);
+    }
+    if (step < steps) {
+      _tile_stored(0, s.sums[step % 2][0], 64);
+      _tile_stored(1, s.sums[step % 2][1], 64);
+      _tile_stored(2, s.sums[step % 2][2], 64);
+      _tile_stored(3, s.sums[step % 2][3], 64);
+    }
   }
 }
 
