@@ -101,7 +101,8 @@ ORDO_AMX inline void store32(void* p, __m256i v) { _mm256_storeu_si256(static_ca
 // so the transposed block holds each lane's eight steps.
 ORDO_AMX void copy_activations(const QuantizedActivations& a, const Layout& layout, std::vector<std::int8_t>& out) {
   const Index rows = (a.rows() + kBlock - 1) / kBlock * kBlock, row_bytes = layout.row_bytes();
-  out.assign(static_cast<std::size_t>(rows * row_bytes), 0);
+  const Index written = layout.steps * 4;  // bytes of each lane; zeros after them
+  out.resize(static_cast<std::size_t>(rows * row_bytes));
   for (Index i = 0; i < a.rows(); ++i) {
     std::int8_t* row = out.data() + i * row_bytes;
     for (Index g = 0; g < layout.groups; ++g) {
@@ -112,8 +113,12 @@ ORDO_AMX void copy_activations(const QuantizedActivations& a, const Layout& layo
         transpose8(block);
         for (int l = 0; l < 8; ++l) store32(row + layout.lane_offset(g, l) + step * 4, block[l]);
       }
+      if (written < layout.lane_bytes)
+        for (int l = 0; l < 8; ++l)
+          std::fill_n(row + layout.lane_offset(g, l) + written, layout.lane_bytes - written, std::int8_t{0});
     }
   }
+  std::fill(out.begin() + a.rows() * row_bytes, out.end(), std::int8_t{0});
 }
 
 // Weight rows [begin, end) (at most 32) as the weight tiles, and their scales at
@@ -122,12 +127,19 @@ ORDO_AMX void copy_activations(const QuantizedActivations& a, const Layout& layo
 // transposed block holds, for each lane, the eight rows' four bytes side by side.
 ORDO_AMX void copy_weights(const WeightMatrix& w, Index begin, Index end, const Layout& layout,
                            std::vector<std::int8_t>& out, std::vector<float>& scales) {
-  out.assign(static_cast<std::size_t>(layout.panel_bytes()), 0);
+  out.resize(static_cast<std::size_t>(layout.panel_bytes()));
   scales.assign(static_cast<std::size_t>(2 * layout.groups * 16), 0.0f);
+  if (layout.steps % kStepsPerChunk != 0) {  // a lane's last tile ends in rows of zeros
+    const Index zero_rows = kStepsPerChunk - layout.steps % kStepsPerChunk;
+    for (int b = 0; b < 2; ++b)
+      for (Index g = 0; g < layout.groups; ++g)
+        for (int l = 0; l < 8; ++l)
+          std::fill_n(out.data() + layout.tile_offset(b, g, l, layout.chunks) - zero_rows * 64, zero_rows * 64,
+                      std::int8_t{0});
+  }
   for (int b = 0; b < 2; ++b)
-    for (int eighth = 0; eighth < 2; ++eighth) {
+    for (int eighth = 0; eighth < 2; ++eighth) {  // rows past end: zeros
       const Index first_row = begin + b * 16 + eighth * 8;
-      if (first_row >= end) break;
       const std::int8_t* rows[8];
       for (int i = 0; i < 8; ++i) rows[i] = first_row + i < end ? w.row<std::int8_t>(first_row + i) : nullptr;
       for (Index g = 0; g < layout.groups; ++g) {
