@@ -22,15 +22,6 @@
 
 namespace ordo::kernels {
 
-namespace integer_detail {
-
-float weight_scale(const WeightMatrix& w, Index r, Index g) {
-  if (w.format() == WeightFormat::Int8) return w.row_scales<float>(r)[g];
-  return half_to_float(w.row_scales<std::uint16_t>(r)[g]);
-}
-
-}  // namespace integer_detail
-
 namespace {
 
 using integer_detail::lane_of;
@@ -173,7 +164,16 @@ ORDO_AVX2 void to_unsigned_avx2(const std::int8_t* q, Index n, std::uint8_t* u) 
 
 void QuantizedActivations::quantize(ConstMatrixRef x, Index group) { quantize_on(kernel_path(), x, group); }
 
-void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMatrixRef x, Index group) {
+void QuantizedActivations::quantize(ConstMatrixRef x, Index group, RowRanges for_rows) {
+  quantize_split(kernel_path(), x, group, for_rows);
+}
+
+void QuantizedActivations::quantize_on(KernelPath path, ConstMatrixRef x, Index group) {
+  quantize_split(path, x, group, [](Index rows, FunctionRef<void(Index, Index)> quantize_rows) { quantize_rows(0, rows); });
+}
+
+void QuantizedActivations::quantize_split([[maybe_unused]] KernelPath path, ConstMatrixRef x, Index group,
+                                          RowRanges for_rows) {
   assert(group > 0 && x.cols() % group == 0);
   rows_ = x.rows();
   cols_ = x.cols();
@@ -185,49 +185,56 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
   grow(scales_, rows_ * groups_);
   grow(lane_scales_, rows_ * groups_ * 8);
   grow(nibble_offsets_, rows_ * groups_ * 8);
-  float (*quantize_group)(const float*, Index, std::int8_t*, std::int32_t*) = quantize_group_portable;
-  bool avx2 = false;
+  avx2_ = false;
 #if defined(__x86_64__)
-  avx2 = path >= KernelPath::Avx2 && widest_kernel_path() >= KernelPath::Avx2;
-  if (avx2) quantize_group = quantize_group_avx2;
+  avx2_ = path >= KernelPath::Avx2 && widest_kernel_path() >= KernelPath::Avx2;
 #endif
-  for (Index i = 0; i < rows_; ++i) {
+  // Only where AVX2's batch tiles read it: the AVX-512 path's batch kernel does not.
+  sign_split_ = avx2_ && std::min(path, widest_kernel_path()) == KernelPath::Avx2 && rows_ >= 4 && group_ >= 4 * 32;
+  if (sign_split_) {
+    grow(magnitudes_, rows_ * stride_);
+    grow(signs_, rows_ * stride_);
+    grow(negative_sums_, rows_ * groups_ * 8);
+  }
+  for_rows(rows_, [&](Index begin, Index end) { quantize_rows(x, begin, end); });
+  if (pairs()) arrange_pairs();
+}
+
+void QuantizedActivations::quantize_rows(ConstMatrixRef x, Index begin, Index end) {
+  float (*quantize_group)(const float*, Index, std::int8_t*, std::int32_t*) = quantize_group_portable;
+#if defined(__x86_64__)
+  if (avx2_) quantize_group = quantize_group_avx2;
+#endif
+  for (Index i = begin; i < end; ++i) {
     const float* row = x.data() + i * x.stride();
     std::int8_t* q = q_.data() + i * stride_;
     for (Index g = 0; g < groups_; ++g) {
-      const Index begin = g * group;
-      const float scale = quantize_group(row + begin, group, q + begin, nibble_offsets_.data() + (i * groups_ + g) * 8);
+      const Index first = g * group_;
+      const float scale = quantize_group(row + first, group_, q + first, nibble_offsets_.data() + (i * groups_ + g) * 8);
       scales_[static_cast<std::size_t>(i * groups_ + g)] = scale;
       std::fill_n(lane_scales_.data() + (i * groups_ + g) * 8, 8, scale);
     }
     std::fill(q + cols_, q + stride_, std::int8_t{0});
     std::uint8_t* u = q_unsigned_.data() + i * stride_;
 #if defined(__x86_64__)
-    if (avx2) {
+    if (avx2_) {
       to_unsigned_avx2(q, stride_, u);
+      if (sign_split_) split_signs(i);
       continue;
     }
 #endif
     for (Index k = 0; k < stride_; ++k) u[k] = static_cast<std::uint8_t>(q[k] + 128);
   }
-  if (pairs()) arrange_pairs();
-  // Only where AVX2's batch tiles read it: the AVX-512 path's batch kernel does not.
-  sign_split_ = avx2 && std::min(path, widest_kernel_path()) == KernelPath::Avx2 && rows_ >= 4 && group_ >= 4 * 32;
-  if (sign_split_) split_signs();
 }
 
-void QuantizedActivations::split_signs() {
+void QuantizedActivations::split_signs([[maybe_unused]] Index i) {
 #if defined(__x86_64__)
-  grow(magnitudes_, rows_ * stride_);
-  grow(signs_, rows_ * stride_);
-  grow(negative_sums_, rows_ * groups_ * 8);
   const Index runs = group_ / 32 * 32;
-  for (Index i = 0; i < rows_; ++i)
-    for (Index g = 0; g < groups_; ++g) {
-      const Index begin = g * group_;
-      split_signs_avx2(q(i) + begin, runs, magnitudes_.data() + i * stride_ + begin, signs_.data() + i * stride_ + begin,
-                       negative_sums_.data() + (i * groups_ + g) * 8);
-    }
+  for (Index g = 0; g < groups_; ++g) {
+    const Index begin = g * group_;
+    split_signs_avx2(q(i) + begin, runs, magnitudes_.data() + i * stride_ + begin, signs_.data() + i * stride_ + begin,
+                     negative_sums_.data() + (i * groups_ + g) * 8);
+  }
 #endif
 }
 

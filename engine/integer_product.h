@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/function_ref.h"
 #include "engine/kernel_path.h"
 #include "engine/tensor.h"
 #include "engine/weight_matrix.h"
@@ -46,6 +47,12 @@ class QuantizedActivations {
  public:
   // Quantizes every row of x in groups of `group` columns (a divisor of x.cols()).
   void quantize(ConstMatrixRef x, Index group);
+  // quantize with the rows handed out by for_rows: it is called once, with the number of
+  // rows and the work for a range of them [begin, end), and may run ranges at once on
+  // several threads (engine/blas.cpp gives them to the pool). Rows are independent: the
+  // same numbers however they are split.
+  using RowRanges = FunctionRef<void(Index rows, FunctionRef<void(Index begin, Index end)> quantize_rows)>;
+  void quantize(ConstMatrixRef x, Index group, RowRanges for_rows);
   // quantize with the given path's instructions (the same numbers on every path), so that
   // tests can compare them. A path wider than the CPU's runs the widest it has.
   void quantize_on(KernelPath path, ConstMatrixRef x, Index group);
@@ -84,10 +91,13 @@ class QuantizedActivations {
   const std::int32_t* pair_offsets(Index i) const { return pair_offsets_.data() + i * groups_ * 8; }
 
  private:
+  void quantize_split(KernelPath path, ConstMatrixRef x, Index group, RowRanges for_rows);
+  void quantize_rows(ConstMatrixRef x, Index begin, Index end);
   void arrange_pairs();
-  void split_signs();
+  void split_signs(Index i);
 
   Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
+  bool avx2_ = false;  // quantize_group_avx2 and the other AVX2 passes
   bool sign_split_ = false;
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;

@@ -156,6 +156,21 @@ ORDO_VNNI void tile_by_group(const QuantizedActivations& a, const WeightMatrix& 
       }
     }
   }
+  if constexpr (MR % 2 == 0 && NR == 4) {
+    if (spacing == 1) {  // the panel's tiles: two rows' four results at a time, side by side
+      for (int i = 0; i < MR; i += 2) {
+        __m256 even[8], odd[8];
+        for (int n = 0; n < 8; ++n) {
+          even[n] = t[i + n / 4][n % 4][0];
+          odd[n] = t[i + n / 4][n % 4][1];
+        }
+        const __m256 sums = integer_detail::final_sums8(even, odd);
+        _mm_storeu_ps(y + (i0 + i) * y_stride + (r - first), _mm256_castps256_ps128(sums));
+        _mm_storeu_ps(y + (i0 + i + 1) * y_stride + (r - first), _mm256_extractf128_ps(sums, 1));
+      }
+      return;
+    }
+  }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) y[(i0 + i) * y_stride + (r + j * spacing - first)] = final_sum(t[i][j][0], t[i][j][1]);
 }

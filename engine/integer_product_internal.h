@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/half.h"
 #include "engine/weight_matrix.h"
 
 #if defined(__x86_64__)
@@ -18,7 +19,11 @@ namespace ordo::kernels::integer_detail {
 inline int lane_of(Index k_in_group) { return static_cast<int>(k_in_group % 32 / 4); }
 
 // Group g's weight scale of row r as float32 (int4's are F16: the conversion is exact).
-float weight_scale(const WeightMatrix& w, Index r, Index g);
+// Inline: the batch tiles ask for it every group of every tile.
+inline float weight_scale(const WeightMatrix& w, Index r, Index g) {
+  if (w.format() == WeightFormat::Int8) return w.row_scales<float>(r)[g];
+  return half_to_float(w.row_scales<std::uint16_t>(r)[g]);
+}
 
 #if defined(__x86_64__)
 // u = t0 + t1, then ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7)).

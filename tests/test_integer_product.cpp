@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/half.h"
@@ -354,6 +355,57 @@ TEST(IntegerProduct, EveryPathQuantizesAlike) {
             ASSERT_EQ(float_to_bits(got.lane_scales(i)[g * 8 + l]), float_to_bits(want.scales(i)[g]));
             ASSERT_EQ(got.nibble_offsets(i)[g * 8 + l], want.nibble_offsets(i)[g * 8 + l])
                 << "row " << i << ", group " << g << ", lane " << l;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Rows quantized in ranges, in any order and on several threads at once (as the pool
+// runs them for large products), give the buffers of one pass over every row, on
+// AVX2's batch shapes (the sign split, groups of 128) and the one-row int4 order alike.
+TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
+  const Index shapes[][3] = {{40, 512, 128}, {1, 768, 32}, {9, 344, 344}};
+  for (const auto& shape : shapes) {
+    const Index rows = shape[0], cols = shape[1], group = shape[2];
+    SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(cols) + " in groups of " + std::to_string(group));
+    const std::vector<float> x = random_values(rows * cols, 31, 2.0f);
+    const ConstMatrixRef matrix(x.data(), rows, cols);
+    QuantizedActivations want, got;
+    want.quantize(matrix, group);
+    got.quantize(matrix, group, [](Index count, FunctionRef<void(Index, Index)> quantize_rows) {
+      // the last third first, then the first two on two threads at once
+      const Index third = count / 3;
+      quantize_rows(2 * third, count);
+      std::thread other([&] { quantize_rows(third, 2 * third); });
+      quantize_rows(0, third);
+      other.join();
+    });
+    ASSERT_EQ(got.sign_split(), want.sign_split());
+    ASSERT_EQ(got.pairs(), want.pairs());
+    const Index stride = (cols + 63) / 64 * 64, groups = cols / group;
+    for (Index i = 0; i < rows; ++i) {
+      for (Index k = 0; k < stride; ++k) {
+        ASSERT_EQ(got.q(i)[k], want.q(i)[k]) << "row " << i << ", q " << k;
+        ASSERT_EQ(got.q_unsigned(i)[k], want.q_unsigned(i)[k]) << "row " << i << ", q + 128 " << k;
+        if (want.sign_split()) {
+          ASSERT_EQ(got.magnitudes(i)[k], want.magnitudes(i)[k]) << "row " << i << ", |q| " << k;
+          ASSERT_EQ(got.signs(i)[k], want.signs(i)[k]) << "row " << i << ", sign " << k;
+        }
+        if (want.pairs()) {
+          ASSERT_EQ(got.pair_q(i)[k], want.pair_q(i)[k]) << "row " << i << ", pair order " << k;
+        }
+      }
+      for (Index g = 0; g < groups; ++g) {
+        ASSERT_EQ(float_to_bits(got.scales(i)[g]), float_to_bits(want.scales(i)[g])) << "row " << i << ", group " << g;
+        for (Index l = 0; l < 8; ++l) {
+          ASSERT_EQ(got.nibble_offsets(i)[g * 8 + l], want.nibble_offsets(i)[g * 8 + l]);
+          if (want.sign_split()) {
+            ASSERT_EQ(got.negative_sums(i)[g * 8 + l], want.negative_sums(i)[g * 8 + l]);
+          }
+          if (want.pairs()) {
+            ASSERT_EQ(got.pair_offsets(i)[g * 8 + l], want.pair_offsets(i)[g * 8 + l]);
           }
         }
       }
