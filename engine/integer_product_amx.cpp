@@ -57,7 +57,10 @@ constexpr Index kStepsPerChunk = kLaneChunk / 4;
 
 // Where each lane of each group sits in the copies. A lane of a group of G is G / 8
 // bytes: G / 32 steps of four, one from each run of 32. Padded with zeros to whole
-// tile rows (a lane of 96 bytes, from rows of 768 weights, takes two).
+// tile rows (a lane of 96 bytes, from rows of 768 weights, takes two). Both copies are
+// tiles side by side, each 16 rows of 64 bytes: tile (rows 16 s to 16 s + 15, group g,
+// lane l, chunk c) of the activations, and of a panel's weights, whose rows are steps.
+// A tile is 1 KiB in a row, which loads as 16 sequential cache lines.
 struct Layout {
   Index group, groups, steps, lane_bytes, chunks;
   explicit Layout(const QuantizedActivations& a)
@@ -66,12 +69,11 @@ struct Layout {
         steps(a.group() / 32),
         lane_bytes((a.group() / 8 + kLaneChunk - 1) / kLaneChunk * kLaneChunk),
         chunks(lane_bytes / kLaneChunk) {}
-  // A row of activations: lane l of group g at [(g * 8 + l) * lane_bytes].
-  Index row_bytes() const { return groups * 8 * lane_bytes; }
-  Index lane_offset(Index g, int l) const { return (g * 8 + l) * lane_bytes; }
-  // The weights of a panel: tile (block b of 16 rows, g, l, chunk c).
-  Index tile_offset(int b, Index g, int l, Index c) const { return (((b * groups + g) * 8 + l) * chunks + c) * kTileBytes; }
-  Index panel_bytes() const { return 2 * groups * 8 * chunks * kTileBytes; }
+  Index tile_offset(Index sixteen, Index g, int l, Index c) const {
+    return (((sixteen * groups + g) * 8 + l) * chunks + c) * kTileBytes;
+  }
+  // The tiles of 16 rows: one copy of each of their lanes.
+  Index sixteen_bytes() const { return groups * 8 * chunks * kTileBytes; }
 };
 
 // An 8 x 8 block of 32-bit values transposed in place: r[i][j] becomes r[j][i].
@@ -96,29 +98,38 @@ ORDO_AMX inline void transpose8(__m256i (&r)[8]) {
 ORDO_AMX inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 ORDO_AMX inline void store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
-// Every row of a's q, lane by lane (rows up to a multiple of 32, zeros past the last).
-// Eight runs of 32 at a time: run i's lanes are the eight 32-bit values of its vector,
-// so the transposed block holds each lane's eight steps.
+// Every row of a's q, lane by lane, as tiles (rows up to a multiple of 32, zeros past
+// the last). Eight runs of 32 at a time: run i's lanes are the eight 32-bit values of its
+// vector, so the transposed block holds each lane's eight steps.
 ORDO_AMX void copy_activations(const QuantizedActivations& a, const Layout& layout, std::vector<std::int8_t>& out) {
-  const Index rows = (a.rows() + kBlock - 1) / kBlock * kBlock, row_bytes = layout.row_bytes();
-  const Index written = layout.steps * 4;  // bytes of each lane; zeros after them
-  out.resize(static_cast<std::size_t>(rows * row_bytes));
-  for (Index i = 0; i < a.rows(); ++i) {
-    std::int8_t* row = out.data() + i * row_bytes;
+  const Index rows = (a.rows() + kBlock - 1) / kBlock * kBlock;
+  const Index written = layout.steps * 4 % kLaneChunk;  // bytes of a lane's last tile row; zeros after them
+  out.resize(static_cast<std::size_t>(rows / 16 * layout.sixteen_bytes()));
+  for (Index i = 0; i < rows; ++i) {
+    std::int8_t* const tiles = out.data() + i % 16 * 64;
+    const Index sixteen = i / 16;
+    if (i >= a.rows()) {
+      for (Index g = 0; g < layout.groups; ++g)
+        for (int l = 0; l < 8; ++l)
+          for (Index c = 0; c < layout.chunks; ++c)
+            std::fill_n(tiles + layout.tile_offset(sixteen, g, l, c), 64, std::int8_t{0});
+      continue;
+    }
     for (Index g = 0; g < layout.groups; ++g) {
       const std::int8_t* q = a.q(i) + g * layout.group;
       for (Index step = 0; step < layout.steps; step += 8) {
         __m256i block[8];
         for (int run = 0; run < 8; ++run) block[run] = load32(q + (step + run) * 32);
         transpose8(block);
-        for (int l = 0; l < 8; ++l) store32(row + layout.lane_offset(g, l) + step * 4, block[l]);
-      }
-      if (written < layout.lane_bytes)
         for (int l = 0; l < 8; ++l)
-          std::fill_n(row + layout.lane_offset(g, l) + written, layout.lane_bytes - written, std::int8_t{0});
+          store32(tiles + layout.tile_offset(sixteen, g, l, step / kStepsPerChunk) + step % kStepsPerChunk * 4, block[l]);
+      }
+      if (written != 0)
+        for (int l = 0; l < 8; ++l)
+          std::fill_n(tiles + layout.tile_offset(sixteen, g, l, layout.chunks - 1) + written, 64 - written,
+                      std::int8_t{0});
     }
   }
-  std::fill(out.begin() + a.rows() * row_bytes, out.end(), std::int8_t{0});
 }
 
 // Weight rows [begin, end) (at most 32) as the weight tiles, and their scales at
@@ -127,7 +138,7 @@ ORDO_AMX void copy_activations(const QuantizedActivations& a, const Layout& layo
 // transposed block holds, for each lane, the eight rows' four bytes side by side.
 ORDO_AMX void copy_weights(const WeightMatrix& w, Index begin, Index end, const Layout& layout,
                            std::vector<std::int8_t>& out, std::vector<float>& scales) {
-  out.resize(static_cast<std::size_t>(layout.panel_bytes()));
+  out.resize(static_cast<std::size_t>(2 * layout.sixteen_bytes()));
   scales.assign(static_cast<std::size_t>(2 * layout.groups * 16), 0.0f);
   if (layout.steps % kStepsPerChunk != 0) {  // a lane's last tile ends in rows of zeros
     const Index zero_rows = kStepsPerChunk - layout.steps % kStepsPerChunk;
@@ -214,9 +225,6 @@ ORDO_AMX void float_step(const Layout& layout, Index g, int l, const std::int32_
 // after it, into the other of two buffers.
 ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i0, Scratch& s) {
   block_scales(a, layout, i0, s);
-  const Index row_bytes = layout.row_bytes();
-  const std::int8_t* const rows0 = s.activations.data() + i0 * row_bytes;
-  const std::int8_t* const rows16 = rows0 + 16 * row_bytes;
   const Index steps = 8 * layout.groups;
   for (Index step = 0; step <= steps; ++step) {
     if (step < steps) {
@@ -227,9 +235,8 @@ ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i
       _tile_zero(2);
       _tile_zero(3);
       for (Index c = 0; c < layout.chunks; ++c) {
-        const Index at = layout.lane_offset(g, l) + c * kLaneChunk;
-        _tile_loadd(4, rows0 + at, row_bytes);
-        _tile_loadd(5, rows16 + at, row_bytes);
+        _tile_loadd(4, s.activations.data() + layout.tile_offset(i0 / 16, g, l, c), 64);
+        _tile_loadd(5, s.activations.data() + layout.tile_offset(i0 / 16 + 1, g, l, c), 64);
         _tile_loadd(6, s.weights.data() + layout.tile_offset(0, g, l, c), 64);
         _tile_loadd(7, s.weights.data() + layout.tile_offset(1, g, l, c), 64);
         _tile_dpbssd(0, 4, 6);
