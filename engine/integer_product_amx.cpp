@@ -175,11 +175,40 @@ struct Scratch {
   std::vector<std::int8_t> activations, weights;
   std::vector<float> weight_scales;
   std::vector<float> c;                             // c_g of the block, [g][activation row][weight row]
-  alignas(64) std::int32_t sums[2][4][16][16];     // tiles 0-3 as stored, for two steps in turn
-  alignas(64) float totals[2][kBlock][kBlock];      // t[g mod 2] of one lane, [activation row][weight row]
-  alignas(64) float lanes[8][kBlock][kBlock];       // u[l] = t[0] + t[1], for every lane
-  alignas(64) std::int32_t lane_sums[8][4][16][16];  // one group: tiles 0-3 of every lane
+  // Several groups (block()): tiles 0-3 as stored for two steps in turn; t[g mod 2] of
+  // one lane and u[l] = t[0] + t[1] of every lane, [activation row][weight row].
+  alignas(64) std::int32_t sums[2][4][16][16];
+  alignas(64) float totals[2][kBlock][kBlock];
+  alignas(64) float lanes[8][kBlock][kBlock];
+  // One group (single_group_block()): tiles 0-3 of every lane.
+  alignas(64) std::int32_t lane_sums[8][4][16][16];
 };
+
+// Tiles 0-3 = the sums of lane l of group g, activation rows [i0, i0 + 32) against the
+// panel's 32 weight rows: zeroed, then each chunk of the lane multiplied into all four.
+ORDO_AMX inline void multiply_lane(const Layout& layout, Index i0, Index g, int l, const Scratch& s) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (Index c = 0; c < layout.chunks; ++c) {
+    _tile_loadd(4, s.activations.data() + layout.tile_offset(i0 / 16, g, l, c), 64);
+    _tile_loadd(5, s.activations.data() + layout.tile_offset(i0 / 16 + 1, g, l, c), 64);
+    _tile_loadd(6, s.weights.data() + layout.tile_offset(0, g, l, c), 64);
+    _tile_loadd(7, s.weights.data() + layout.tile_offset(1, g, l, c), 64);
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  }
+}
+
+ORDO_AMX inline void store_tiles(std::int32_t (&sums)[4][16][16]) {
+  _tile_stored(0, sums[0], 64);
+  _tile_stored(1, sums[1], 64);
+  _tile_stored(2, sums[2], 64);
+  _tile_stored(3, sums[3], 64);
+}
 
 // y = ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7)) for 16 weight rows at once,
 // stored for the `left` of them that exist (at most 16).
@@ -206,7 +235,7 @@ ORDO_AMX void block_scales(const QuantizedActivations& a, const Layout& layout, 
 // The float step of group g of lane l from the sums of its tiles: t[g mod 2] =
 // fma(float(P), c_g, t[g mod 2]), vectorized across the 16 weight rows of a tile row
 // (each group's first step starts from t = 0 without reading it); after the lane's last
-// group, u[l] = t[0] + t[1] (t[1] = 0 where there is one group).
+// group, u[l] = t[0] + t[1]. For two groups or more.
 ORDO_AMX void float_step(const Layout& layout, Index g, int l, const std::int32_t (&sums)[4][16][16], Scratch& s) {
   float (&t)[kBlock][kBlock] = s.totals[g % 2];
   for (int half = 0; half < 2; ++half)
@@ -221,13 +250,14 @@ ORDO_AMX void float_step(const Layout& layout, Index g, int l, const std::int32_
   if (g + 1 < layout.groups) return;
   for (int row = 0; row < kBlock; ++row)
     for (int b = 0; b < 2; ++b) {
-      const __m512 odd = layout.groups > 1 ? _mm512_load_ps(&s.totals[1][row][b * 16]) : _mm512_setzero_ps();
-      _mm512_store_ps(&s.lanes[l][row][b * 16], _mm512_add_ps(_mm512_load_ps(&s.totals[0][row][b * 16]), odd));
+      _mm512_store_ps(&s.lanes[l][row][b * 16], _mm512_add_ps(_mm512_load_ps(&s.totals[0][row][b * 16]),
+                                                             _mm512_load_ps(&s.totals[1][row][b * 16])));
     }
 }
 
-// The block of activation rows [i0, i0 + 32) and the panel's 32 weight rows: lane by
-// lane, each group's sums on the tiles, then the definition's float step for the group.
+// The block of activation rows [i0, i0 + 32) and the panel's 32 weight rows, for two
+// groups or more: lane by lane, each group's sums on the tiles, then the definition's
+// float step for the group.
 // A lane's totals are complete after its last group (a lane's steps never read
 // another's), which keeps one lane's t at a time. The float step of each (lane, group)
 // runs while the tiles compute the next one's sums: the tiles' results are stored only
@@ -239,31 +269,13 @@ ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i
     if (step < steps) {
       const int l = static_cast<int>(step / layout.groups);
       const Index g = step % layout.groups;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (Index c = 0; c < layout.chunks; ++c) {
-        _tile_loadd(4, s.activations.data() + layout.tile_offset(i0 / 16, g, l, c), 64);
-        _tile_loadd(5, s.activations.data() + layout.tile_offset(i0 / 16 + 1, g, l, c), 64);
-        _tile_loadd(6, s.weights.data() + layout.tile_offset(0, g, l, c), 64);
-        _tile_loadd(7, s.weights.data() + layout.tile_offset(1, g, l, c), 64);
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_dpbssd(2, 5, 6);
-        _tile_dpbssd(3, 5, 7);
-      }
+      multiply_lane(layout, i0, g, l, s);
     }
     if (step > 0) {
       const Index previous = step - 1;
       float_step(layout, previous % layout.groups, static_cast<int>(previous / layout.groups), s.sums[previous % 2], s);
     }
-    if (step < steps) {
-      _tile_stored(0, s.sums[step % 2][0], 64);
-      _tile_stored(1, s.sums[step % 2][1], 64);
-      _tile_stored(2, s.sums[step % 2][2], 64);
-      _tile_stored(3, s.sums[step % 2][3], 64);
-    }
+    if (step < steps) store_tiles(s.sums[step % 2]);
   }
 }
 
@@ -277,24 +289,8 @@ ORDO_AMX void single_group_block(const QuantizedActivations& a, const Layout& la
                                  Scratch& s, float* y, Index y_stride) {
   block_scales(a, layout, i0, s);
   for (int l = 0; l < 8; ++l) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    for (Index c = 0; c < layout.chunks; ++c) {
-      _tile_loadd(4, s.activations.data() + layout.tile_offset(i0 / 16, 0, l, c), 64);
-      _tile_loadd(5, s.activations.data() + layout.tile_offset(i0 / 16 + 1, 0, l, c), 64);
-      _tile_loadd(6, s.weights.data() + layout.tile_offset(0, 0, l, c), 64);
-      _tile_loadd(7, s.weights.data() + layout.tile_offset(1, 0, l, c), 64);
-      _tile_dpbssd(0, 4, 6);
-      _tile_dpbssd(1, 4, 7);
-      _tile_dpbssd(2, 5, 6);
-      _tile_dpbssd(3, 5, 7);
-    }
-    _tile_stored(0, s.lane_sums[l][0], 64);
-    _tile_stored(1, s.lane_sums[l][1], 64);
-    _tile_stored(2, s.lane_sums[l][2], 64);
-    _tile_stored(3, s.lane_sums[l][3], 64);
+    multiply_lane(layout, i0, 0, l, s);
+    store_tiles(s.lane_sums[l]);
   }
   const Index rows = std::min<Index>(kBlock, a.rows() - i0);
   const __m512 zero = _mm512_setzero_ps();
