@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/kernel_path.h"
 #include "models/loaded_model.h"
 #include "models/safetensors.h"
 #include "tests/cli_runner.h"
@@ -106,6 +107,18 @@ TEST(BenchCli, DecodeBoundIsBandwidthOverTheWeightsOneStepReads) {
   EXPECT_EQ(j["decode_weight_bytes"].get<double>(), bytes);
   EXPECT_NEAR(j["decode_bound_tok_s"].get<double>(), j["bandwidth_gbs"].get<double>() * 1e9 / bytes,
               1e-9 * j["decode_bound_tok_s"].get<double>());
+}
+
+// Which kernels ran is part of a measurement: the path this process would take (the
+// child inherits ORDO_CPU; CTest runs this file again under narrower ones where it runs
+// the kernel suites), in the JSON and the table.
+TEST(BenchCli, ReportsTheKernelsThatRan) {
+  const json j = bench_json(model_flag(encoder_decoder()) + kQuick);
+  EXPECT_EQ(j["kernels"].get<std::string>(), kernels::kernel_path_name(kernels::kernel_path()));
+  const auto table = run_ordo("bench" + model_flag(encoder_decoder()) + kQuick);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("  kernels "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(std::string(kernels::kernel_path_name(kernels::kernel_path()))), std::string::npos);
 }
 
 TEST(BenchCli, WorksOnADecoderOnlyModel) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/blas.h"
+#include "engine/kernel_path.h"
 #include "engine/thread_pool.h"
 #include "models/api/internal.h"
 #include "models/rope_scaling_config.h"
@@ -155,6 +156,11 @@ DecodingOptions Model::with_generation_defaults(DecodingOptions decoding, const 
 }
 
 void set_threads(int threads) { threads::set_count(threads); }
+
+std::string cpu_kernels() {
+  kernels::check_kernel_setting();
+  return std::string(kernels::kernel_path_name(kernels::kernel_path()));
+}
 
 void matmul_nt(std::span<const float> a, std::span<const float> b, std::span<float> c, int m, int n, int k) {
   const auto holds = [](std::span<const float> values, int rows, int cols) {

@@ -231,6 +231,11 @@ ORDO_API std::filesystem::path builtin_model_directory();
 // be started (a memory or process limit); the threads it did start are stopped again.
 ORDO_API void set_threads(int threads);
 
+// The instructions ordo's own kernels run on this machine: "amx", "avx512", "avx2" or
+// "portable", the widest the CPU (and, for AMX, Linux) allows, capped by the environment
+// variable ORDO_CPU. Throws ordo::Error naming ORDO_CPU when it holds an unknown value.
+ORDO_API std::string cpu_kernels();
+
 // c [m, n] = a [m, k] b^T, with b given as [n, k] (row-major, a weight's [out, in]): the
 // product every linear layer runs, through BLAS split over ordo's threads. For programs
 // that measure the rate ordo reaches on a machine (`ordo bench`'s sgemm probe). Throws

@@ -4,6 +4,8 @@
 #include <ostream>
 #include <sstream>
 
+#include <ordo/model.hpp>
+
 #include "tools/cli/bench/probes.h"
 #include "tools/cli/bench/timing.h"
 
@@ -22,6 +24,7 @@ nlohmann::json report_json(const std::string& model, bool decoder_only, const Be
           {"new_tokens", options.new_tokens},
           {"beam", options.beam},
           {"threads", options.threads},
+          {"kernels", ordo::cpu_kernels()},
           {"repeats", options.repeats},
           {"warmup", options.warmup},
           {"load_s", median(m.load_s)},
@@ -56,6 +59,7 @@ void print_table(const nlohmann::json& j, std::ostream& out) {
       {"sgemm", num("gemm_gflops", 2) + " GFLOP/s", std::to_string(kGemmSize) + "^3, the compute ceiling"},
       {"bandwidth", num("bandwidth_gbs", 2) + " GB/s", "streaming read of " + std::to_string(kStreamBytes >> 20) + " MB"},
       {"peak RSS", num("peak_rss_mb", 1) + " MB", "before the probes"},
+      {"kernels", j["kernels"].get<std::string>(), "ordo's own kernels' instructions (ORDO_CPU caps them)"},
   };
   for (const auto& row : rows)
     out << "  " << std::left << std::setw(14) << row[0] << std::right << std::setw(20) << row[1] << "   " << row[2] << '\n';

@@ -12,7 +12,8 @@ Translator and Generator take CTranslate2's keyword names where the concept is t
 same (beam_size, num_hypotheses, sampling_topk, max_batch_size, ...). Errors are
 ordo.Error (a RuntimeError, with the C++ library's message); a bad keyword value is
 ordo.OptionError (an Error and a ValueError) naming the keyword. ordo.models() lists
-the shipped models; ordo.tokenize() shows what a model reads.
+the shipped models; ordo.tokenize() shows what a model reads; ordo.cpu_kernels() names
+the instructions the kernels run.
 
 The compiled part, ordo._ordo, is the public C++ API (<ordo/ordo.hpp>) bound with
 pybind11; see tools/python/ in ordo's source tree.
@@ -28,6 +29,7 @@ from ._ordo import (
     Tokenizer,
     Tokens,
     TranslationResult,
+    cpu_kernels,
     models,
     tokenize,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "Tokens",
     "TranslationResult",
     "Translator",
+    "cpu_kernels",
     "models",
     "tokenize",
 ]

@@ -157,6 +157,9 @@ void bind_models(py::module_& m) {
       "models", [] { return shipped_model_names(); },
       "The shipped models' names, sorted, as Translator and Generator take them "
       "(`ordo models`).");
+  m.def("cpu_kernels", &cpu_kernels,
+        "The instructions ordo's own kernels run on this machine: 'amx', 'avx512', 'avx2' or 'portable', the "
+        "widest the CPU allows, capped by the environment variable ORDO_CPU (as `ordo bench` reports them).");
 }
 
 }  // namespace ordo::python

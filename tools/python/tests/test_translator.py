@@ -205,6 +205,14 @@ def test_tokenize_equals_the_cli():
     assert tokenizer.decode([133, 85, 123, 1], kind="source") == "cats chase dogs"
 
 
+def test_cpu_kernels_are_the_ones_ordo_bench_reports():
+    kernels = ordo.cpu_kernels()
+    assert kernels in ("amx", "avx512", "avx2", "portable")
+    report = cli_json("bench", "--model", str(WEIGHTS / "sinusoidal"), "--batch", "1", "--src-len", "3",
+                      "--new-tokens", "1", "--threads", "1", "--repeats", "1", "--warmup", "0")[0]
+    assert report["kernels"] == kernels
+
+
 def test_models_lists_the_shipped_models():
     names = ordo.models()
     assert names == sorted(p.name for p in WEIGHTS.iterdir() if (p / "config.json").is_file())
