@@ -89,7 +89,18 @@ std::vector<std::string> listed_codes(const fs::path& directory, const json& tok
       throw Error(path.string() + ": key 'additional_special_tokens'",
                   "expected a list of language codes, got " + json_excerpt(*list));
     std::vector<std::string> codes;
-    for (const json& token : *list) codes.push_back(token_content(token, path, "additional_special_tokens"));
+    for (const json& token : *list) {
+      std::string code = token_content(token, path, "additional_special_tokens");
+      // A code is one token with one id: listed twice, or as a special token, it would
+      // have two ids, and which one a text gets would depend on the lookup.
+      const bool special = code == "<mask>" || std::ranges::find(kFairseqSpecials, code) != std::end(kFairseqSpecials);
+      if (special || std::ranges::find(codes, code) != codes.end())
+        throw Error(path.string() + ": key 'additional_special_tokens'",
+                    "lists '" + printable(code) + "' " + (special ? "as a language code, but it is a special token"
+                                                                   : "twice"),
+                    "each language code appears once; are the tokenizer files intact?");
+      codes.push_back(std::move(code));
+    }
     if (!codes.empty()) return codes;
   }
   throw Error(directory.string(),

@@ -603,6 +603,18 @@ TEST(M2M100Files, ALanguageCodeListThatDisagreesIsRefusedByName) {
                 });
               })),
               HasSubstr("the token 'deu_Latn' has the id 40, which is the SentencePiece piece"));
+  // A code listed twice would have two ids (found by fuzzing); a special token is no code.
+  EXPECT_THAT(load_error(broken_copy(1, [](const fs::path& dir) {
+                edit(dir / "special_tokens_map.json",
+                     [](json& map) { map["additional_special_tokens"].push_back(map["additional_special_tokens"][0]); });
+              })),
+              HasSubstr("special_tokens_map.json: key 'additional_special_tokens': lists 'deu_Latn' twice"));
+  EXPECT_THAT(load_error(broken_copy(0, [](const fs::path& dir) {
+                edit(dir / "tokenizer_config.json",
+                     [](json& config) { config["additional_special_tokens"].push_back("</s>"); });
+              })),
+              HasSubstr("tokenizer_config.json: key 'additional_special_tokens': lists '</s>' as a language code, but "
+                        "it is a special token"));
   // No codes at all.
   EXPECT_THAT(load_error(broken_copy(1, [](const fs::path& dir) {
                 edit(dir / "special_tokens_map.json", [](json& map) { map.erase("additional_special_tokens"); });
