@@ -165,15 +165,15 @@ ORDO_AVX2 void to_unsigned_avx2(const std::int8_t* q, Index n, std::uint8_t* u) 
 void QuantizedActivations::quantize(ConstMatrixRef x, Index group) { quantize_on(kernel_path(), x, group); }
 
 void QuantizedActivations::quantize(ConstMatrixRef x, Index group, RowRanges for_rows) {
-  quantize_split(kernel_path(), x, group, for_rows);
+  quantize_on(kernel_path(), x, group, for_rows);
 }
 
 void QuantizedActivations::quantize_on(KernelPath path, ConstMatrixRef x, Index group) {
-  quantize_split(path, x, group, [](Index rows, FunctionRef<void(Index, Index)> quantize_rows) { quantize_rows(0, rows); });
+  quantize_on(path, x, group, [](Index rows, FunctionRef<void(Index, Index)> quantize_rows) { quantize_rows(0, rows); });
 }
 
-void QuantizedActivations::quantize_split([[maybe_unused]] KernelPath path, ConstMatrixRef x, Index group,
-                                          RowRanges for_rows) {
+void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMatrixRef x, Index group,
+                                       RowRanges for_rows) {
   assert(group > 0 && x.cols() % group == 0);
   rows_ = x.rows();
   cols_ = x.cols();

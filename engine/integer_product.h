@@ -53,9 +53,11 @@ class QuantizedActivations {
   // same numbers however they are split.
   using RowRanges = FunctionRef<void(Index rows, FunctionRef<void(Index begin, Index end)> quantize_rows)>;
   void quantize(ConstMatrixRef x, Index group, RowRanges for_rows);
-  // quantize with the given path's instructions (the same numbers on every path), so that
-  // tests can compare them. A path wider than the CPU's runs the widest it has.
+  // quantize with the given path's instructions (the same numbers on every path, and the
+  // buffers that path's kernels read), so that tests can compare them. A path wider than
+  // the CPU's runs the widest it has.
   void quantize_on(KernelPath path, ConstMatrixRef x, Index group);
+  void quantize_on(KernelPath path, ConstMatrixRef x, Index group, RowRanges for_rows);
 
   Index rows() const { return rows_; }
   Index cols() const { return cols_; }
@@ -91,7 +93,6 @@ class QuantizedActivations {
   const std::int32_t* pair_offsets(Index i) const { return pair_offsets_.data() + i * groups_ * 8; }
 
  private:
-  void quantize_split(KernelPath path, ConstMatrixRef x, Index group, RowRanges for_rows);
   void quantize_rows(ConstMatrixRef x, Index begin, Index end);
   void arrange_pairs();
   void split_signs(Index i);

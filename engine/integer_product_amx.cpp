@@ -54,6 +54,11 @@ constexpr int kBlock = 32;                   // rows of activations, and of weig
 constexpr Index kTileBytes = 16 * 64;        // one tile
 constexpr Index kLaneChunk = 64;             // one lane's bytes in a tile row
 constexpr Index kStepsPerChunk = kLaneChunk / 4;
+// Rows of activations copied at a time: at most 256 x the width bytes a thread (twice
+// that for groups of 256, whose lanes are padded), and each weight panel copied once per
+// 256 rows. One thread, int8 per row, GMAC/s with 256 / 512 / all rows at once: M 512 K 512
+// N 2048 358 / 318 / 325; M 512 K 2048 N 768 762 / 799 / 783; M 2048 K 768 N 3072 290 / 297 / 225.
+constexpr Index kCopiedRows = 256;
 
 // Where each lane of each group sits in the copies. A lane of a group of G is G / 8
 // bytes: G / 32 steps of four, one from each run of 32. Padded with zeros to whole
@@ -98,16 +103,17 @@ ORDO_AMX inline void transpose8(__m256i (&r)[8]) {
 ORDO_AMX inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 ORDO_AMX inline void store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
-// Every row of a's q, lane by lane, as tiles (rows up to a multiple of 32, zeros past
-// the last). Eight runs of 32 at a time: run i's lanes are the eight 32-bit values of its
-// vector, so the transposed block holds each lane's eight steps.
-ORDO_AMX void copy_activations(const QuantizedActivations& a, const Layout& layout, std::vector<std::int8_t>& out) {
-  const Index rows = (a.rows() + kBlock - 1) / kBlock * kBlock;
+// Rows [first, first + count) of a's q, lane by lane, as tiles (count up to a multiple
+// of 32, zeros past a's last row). Eight runs of 32 at a time: run i's lanes are the
+// eight 32-bit values of its vector, so the transposed block holds each lane's eight steps.
+ORDO_AMX void copy_activations(const QuantizedActivations& a, Index first, Index count, const Layout& layout,
+                               std::vector<std::int8_t>& out) {
+  const Index rows = (count + kBlock - 1) / kBlock * kBlock;
   const Index written = layout.steps * 4 % kLaneChunk;  // bytes of a lane's last tile row; zeros after them
   out.resize(static_cast<std::size_t>(rows / 16 * layout.sixteen_bytes()));
-  for (Index i = 0; i < rows; ++i) {
-    std::int8_t* const tiles = out.data() + i % 16 * 64;
-    const Index sixteen = i / 16;
+  for (Index r = 0; r < rows; ++r) {
+    std::int8_t* const tiles = out.data() + r % 16 * 64;
+    const Index sixteen = r / 16, i = first + r;
     if (i >= a.rows()) {
       for (Index g = 0; g < layout.groups; ++g)
         for (int l = 0; l < 8; ++l)
@@ -184,16 +190,19 @@ struct Scratch {
   alignas(64) std::int32_t lane_sums[8][4][16][16];
 };
 
-// Tiles 0-3 = the sums of lane l of group g, activation rows [i0, i0 + 32) against the
-// panel's 32 weight rows: zeroed, then each chunk of the lane multiplied into all four.
-ORDO_AMX inline void multiply_lane(const Layout& layout, Index i0, Index g, int l, const Scratch& s) {
+// Tiles 0-3 = the sums of lane l of group g, the copy's activation rows [r0, r0 + 32)
+// against the panel's 32 weight rows: zeroed, then each chunk of the lane multiplied into all four.
+ORDO_AMX inline void multiply_lane(const Layout& layout, Index r0, Index g, int l, const Scratch& s) {
+  // GCC's tile load is an asm statement that names no memory: without this barrier the
+  // compiler may move the copies' stores past the loads that read them.
+  asm volatile("" ::: "memory");
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
   for (Index c = 0; c < layout.chunks; ++c) {
-    _tile_loadd(4, s.activations.data() + layout.tile_offset(i0 / 16, g, l, c), 64);
-    _tile_loadd(5, s.activations.data() + layout.tile_offset(i0 / 16 + 1, g, l, c), 64);
+    _tile_loadd(4, s.activations.data() + layout.tile_offset(r0 / 16, g, l, c), 64);
+    _tile_loadd(5, s.activations.data() + layout.tile_offset(r0 / 16 + 1, g, l, c), 64);
     _tile_loadd(6, s.weights.data() + layout.tile_offset(0, g, l, c), 64);
     _tile_loadd(7, s.weights.data() + layout.tile_offset(1, g, l, c), 64);
     _tile_dpbssd(0, 4, 6);
@@ -255,21 +264,21 @@ ORDO_AMX void float_step(const Layout& layout, Index g, int l, const std::int32_
     }
 }
 
-// The block of activation rows [i0, i0 + 32) and the panel's 32 weight rows, for two
-// groups or more: lane by lane, each group's sums on the tiles, then the definition's
+// The block of activation rows [i0, i0 + 32) (in the copy from row copied) and the
+// panel's 32 weight rows, for two groups or more: lane by lane, each group's sums on the tiles, then the definition's
 // float step for the group.
 // A lane's totals are complete after its last group (a lane's steps never read
 // another's), which keeps one lane's t at a time. The float step of each (lane, group)
 // runs while the tiles compute the next one's sums: the tiles' results are stored only
 // after it, into the other of two buffers.
-ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i0, Scratch& s) {
+ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i0, Index copied, Scratch& s) {
   block_scales(a, layout, i0, s);
   const Index steps = 8 * layout.groups;
   for (Index step = 0; step <= steps; ++step) {
     if (step < steps) {
       const int l = static_cast<int>(step / layout.groups);
       const Index g = step % layout.groups;
-      multiply_lane(layout, i0, g, l, s);
+      multiply_lane(layout, i0 - copied, g, l, s);
     }
     if (step > 0) {
       const Index previous = step - 1;
@@ -283,13 +292,13 @@ ORDO_AMX void block(const QuantizedActivations& a, const Layout& layout, Index i
 // its tiles are, so the eight lanes' tiles are stored first, and each output's float
 // steps and sum then run in registers: u_l = fma(float(P_l), c, 0) + 0, the definition's
 // t[0] plus a t[1] that no group touched. Half the float instructions of block() and
-// none of its stores of t and u. Results for the rows [i0, i0 + 32) that exist and the
-// weight rows [panel, end) at y (row i0, weight row panel).
-ORDO_AMX void single_group_block(const QuantizedActivations& a, const Layout& layout, Index i0, Index panel, Index end,
-                                 Scratch& s, float* y, Index y_stride) {
+// none of its stores of t and u. Results for the rows [i0, i0 + 32) that exist (in the
+// copy from row copied) and the weight rows [panel, end) at y (row i0, weight row panel).
+ORDO_AMX void single_group_block(const QuantizedActivations& a, const Layout& layout, Index i0, Index copied,
+                                 Index panel, Index end, Scratch& s, float* y, Index y_stride) {
   block_scales(a, layout, i0, s);
   for (int l = 0; l < 8; ++l) {
-    multiply_lane(layout, i0, 0, l, s);
+    multiply_lane(layout, i0 - copied, 0, l, s);
     store_tiles(s.lane_sums[l]);
   }
   const Index rows = std::min<Index>(kBlock, a.rows() - i0);
@@ -308,9 +317,11 @@ ORDO_AMX void single_group_block(const QuantizedActivations& a, const Layout& la
 
 }  // namespace
 
-// Panels of 32 weight rows, each copied once and met by every block of 32 activation
-// rows; the copy of the activations is this thread's (engine/blas.cpp runs a product's
-// weight rows on several threads, each with all its rows of activations).
+// Up to kCopiedRows rows of activations copied at a time, then panels of 32 weight rows,
+// each copied once and met by every block of 32 of those rows. The copy is this thread's
+// (engine/blas.cpp runs a product's weight rows on several threads, each with all its
+// rows of activations): bounded, it stays small however long the prompt, and in the
+// core's own cache while the panels pass.
 ORDO_AMX void integer_product(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
                               Index y_stride) {
   thread_local const std::unique_ptr<Scratch> scratch = std::make_unique<Scratch>();  // 44 KiB: not on the stack
@@ -322,23 +333,26 @@ ORDO_AMX void integer_product(const QuantizedActivations& a, const WeightMatrix&
     config.bytes_per_row[tile] = 64;
   }
   _tile_loadconfig(&config);
-  copy_activations(a, layout, s.activations);
-  for (Index panel = first; panel < first + count; panel += kBlock) {
-    const Index end = std::min(first + count, panel + kBlock);
-    copy_weights(w, panel, end, layout, s.weights, s.weight_scales);
-    for (Index i0 = 0; i0 < a.rows(); i0 += kBlock) {
-      if (layout.groups == 1) {
-        single_group_block(a, layout, i0, panel, end, s, y + (panel - first), y_stride);
-        continue;
-      }
-      block(a, layout, i0, s);
-      const Index rows = std::min<Index>(kBlock, a.rows() - i0);
-      for (Index row = 0; row < rows; ++row)
-        for (int b = 0; b < 2 && panel + b * 16 < end; ++b) {
-          __m512 u[8];
-          for (int l = 0; l < 8; ++l) u[l] = _mm512_load_ps(&s.lanes[l][row][b * 16]);
-          store_sum(u, y + (i0 + row) * y_stride + (panel + b * 16 - first), end - panel - b * 16);
+  for (Index copied = 0; copied < a.rows(); copied += kCopiedRows) {
+    const Index copied_end = std::min(a.rows(), copied + kCopiedRows);
+    copy_activations(a, copied, copied_end - copied, layout, s.activations);
+    for (Index panel = first; panel < first + count; panel += kBlock) {
+      const Index end = std::min(first + count, panel + kBlock);
+      copy_weights(w, panel, end, layout, s.weights, s.weight_scales);
+      for (Index i0 = copied; i0 < copied_end; i0 += kBlock) {
+        if (layout.groups == 1) {
+          single_group_block(a, layout, i0, copied, panel, end, s, y + (panel - first), y_stride);
+          continue;
         }
+        block(a, layout, i0, copied, s);
+        const Index rows = std::min<Index>(kBlock, a.rows() - i0);
+        for (Index row = 0; row < rows; ++row)
+          for (int b = 0; b < 2 && panel + b * 16 < end; ++b) {
+            __m512 u[8];
+            for (int l = 0; l < 8; ++l) u[l] = _mm512_load_ps(&s.lanes[l][row][b * 16]);
+            store_sum(u, y + (i0 + row) * y_stride + (panel + b * 16 - first), end - panel - b * 16);
+          }
+      }
     }
   }
   _tile_release();

@@ -49,7 +49,9 @@ const Setting& setting() {
 // Whether the CPU has AMX's tiles and int8 multiplies (CPUID leaf 7: EDX bits 24 and 25)
 // and Linux lets this process use them: their 8 KiB of state is saved on a context
 // switch only for processes that asked (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16 and
-// later; an older kernel, or one that refuses, leaves the process on AVX-512). Asked once.
+// later; an older kernel, or one that refuses, leaves the process on AVX-512). Asked once,
+// and only when ORDO_CPU allows the tiles: a process capped below them keeps its context
+// switches as they were.
 bool amx_granted() {
 #if defined(__x86_64__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -68,7 +70,8 @@ KernelPath widest_on_this_cpu() {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return KernelPath::Portable;
   if (!__builtin_cpu_supports("avx512f")) return KernelPath::Avx2;
   const bool avx512_rest = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return avx512_rest && amx_granted() ? KernelPath::Amx : KernelPath::Avx512;
+  if (!avx512_rest) return KernelPath::Avx512;
+  return setting().widest >= KernelPath::Amx && amx_granted() ? KernelPath::Amx : KernelPath::Avx512;
 #else
   return KernelPath::Portable;
 #endif

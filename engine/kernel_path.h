@@ -34,7 +34,9 @@ enum class KernelPath { Portable, Avx2, Avx512, Amx };
 // "auto" here, and check_kernel_setting() reports it.
 KernelPath kernel_path();
 
-// The widest path this CPU supports, whatever ORDO_CPU says.
+// The widest path this CPU supports, whatever ORDO_CPU says, except AMX: its state is
+// asked of Linux only when ORDO_CPU allows the tiles, so under "avx512" and narrower
+// this is at most avx512.
 KernelPath widest_kernel_path();
 
 // True on the AVX2 path and every wider one: the AVX2 kernels may run.

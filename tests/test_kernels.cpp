@@ -213,14 +213,26 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
                Error);
 }
 
-// Whether this process may run AMX: the CPU has the tiles and their int8 multiplies
-// (CPUID leaf 7, EDX bits 24 and 25) and Linux's permission mask for the process holds
-// the tile data (bit 18; the kernel path asked for it on its first call).
+// Whether the CPU has AMX's tiles and their int8 multiplies (CPUID leaf 7, EDX bits 24
+// and 25) and Linux supports their state (ARCH_GET_XCOMP_SUPP, bit 18): what is true
+// whatever ordo asked for.
+bool amx_supported() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || (edx & (3u << 24)) != (3u << 24)) return false;
+  unsigned long supported = 0;
+  constexpr long kGetSupported = 0x1021;  // ARCH_GET_XCOMP_SUPP
+  return syscall(SYS_arch_prctl, kGetSupported, &supported) == 0 && (supported & (1ul << 18)) != 0;
+#else
+  return false;
+#endif
+}
+
+// Whether this process holds the tiles' permission (ARCH_GET_XCOMP_PERM, bit 18): what
+// ordo asked for.
 bool amx_permitted() {
 #if defined(__x86_64__)
   (void)kernels::kernel_path();
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || (edx & (3u << 24)) != (3u << 24)) return false;
   unsigned long permitted = 0;
   constexpr long kGetPermission = 0x1022;  // ARCH_GET_XCOMP_PERM
   return syscall(SYS_arch_prctl, kGetPermission, &permitted) == 0 && (permitted & (1ul << 18)) != 0;
@@ -238,7 +250,10 @@ TEST(Kernels, PathFollowsTheCpuAndOrdoCpu) {
   const std::string setting = raw != nullptr ? raw : "";
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
-  const bool amx = avx512 && amx_permitted();
+  // AMX only where ORDO_CPU allows it: a capped process never asks Linux for the tiles.
+  const bool capped = setting == "portable" || setting == "avx2" || setting == "avx512";
+  const bool amx = avx512 && amx_supported() && !capped;
+  EXPECT_EQ(amx_permitted(), amx) << "ORDO_CPU=" << (raw ? raw : "(unset)");
   const kernels::KernelPath widest = amx      ? kernels::KernelPath::Amx
                                      : avx512 ? kernels::KernelPath::Avx512
                                      : avx2   ? kernels::KernelPath::Avx2
@@ -250,7 +265,7 @@ TEST(Kernels, PathFollowsTheCpuAndOrdoCpu) {
   EXPECT_EQ(kernels::kernel_path_name(kernels::widest_kernel_path()), kernels::kernel_path_name(widest));
   EXPECT_EQ(kernels::kernel_path_name(kernels::kernel_path()), kernels::kernel_path_name(want))
       << "ORDO_CPU=" << (raw ? raw : "(unset)") << ", CPU with AVX2+FMA: " << avx2 << ", AVX-512F: " << avx512
-      << ", AMX permitted: " << amx;
+      << ", AMX supported and allowed: " << amx;
 }
 
 // A typo in ORDO_CPU is an error that names the variable, never a silent fallback.

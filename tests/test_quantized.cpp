@@ -113,14 +113,17 @@ TEST(Quantized, AStoredMatrixGivesTheFloatMatrixsNumbersExactly) {
 // Int8 and int4 products split across threads give what one thread gives, bit for bit:
 // the workers read the activations the calling thread quantized (a lambda does not
 // capture a thread_local: each worker once read its own, empty one, and a model decoded
-// garbage at --threads 2).
+// garbage at --threads 2). 300 rows of x quantize on both threads too (engine/blas.cpp's
+// kParallelQuantize) and, int8 in rows of 512, run on AMX's tiles where the CPU has them,
+// in two copies of activations (256 rows, then 44).
 TEST(Quantized, SplitIntegerProductsEqualOneThreadBitForBit) {
-  for (const Case& c : {Case{WeightFormat::Int8, 0, 320}, Case{WeightFormat::Int4, 32, 320}}) {
+  for (const Case& c : {Case{WeightFormat::Int8, 0, 320}, Case{WeightFormat::Int8, 0, 512},
+                        Case{WeightFormat::Int4, 32, 320}}) {
     SCOPED_TRACE(name_of(c));
     constexpr Index rows = 4099;  // large enough to be split
     const std::vector<float> original = random_values(rows * c.cols, 21);
     const EncodedMatrix encoded = encode_matrix(TensorView(original.data(), {rows, c.cols}), target_of(c), "test matrix");
-    for (const Index m : {1, 8}) {
+    for (const Index m : {1, 8, 300}) {
       const std::vector<float> x = random_values(m * c.cols, 22);
       std::vector<Matrix> out;
       for (const int threads : {1, 2}) {
