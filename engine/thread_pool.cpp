@@ -3,6 +3,7 @@
 #include <exception>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "engine/error.h"
 
@@ -133,19 +134,19 @@ void parallel_for(Index count, Index work_per_item, FunctionRef<void(Index first
   if (count <= 0) return;
   const std::shared_ptr<ThreadPool> workers = count > 1 ? workers_for(count * work_per_item, kParallelWork) : nullptr;
   if (!workers) return task(0, count, 0);
-  // An exception must not leave a worker thread (that would end the process): the
-  // first one is carried back to the caller.
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
+  // An exception must not leave a worker thread (that would end the process): each
+  // part's is carried back, and the lowest part's rethrown, so that the error a caller
+  // sees (the first bad row, say) does not depend on which thread ran first.
+  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(workers->threads()));
   split(*workers, count, 1, [&](Index first, Index part_count, int part) {
     try {
       task(first, part_count, part);
     } catch (...) {
-      const std::lock_guard lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
+      failures[static_cast<std::size_t>(part)] = std::current_exception();
     }
   });
-  if (failure) std::rethrow_exception(failure);
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace threads

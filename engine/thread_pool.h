@@ -88,8 +88,9 @@ void split(ThreadPool& workers, Index count, Index unit, const Task& task) {
 // Runs task(first, count, part) over parts that cover [0, count) once, one per thread
 // (part in [0, count())), when count items of work_per_item multiply-adds each are worth
 // waking the threads for; otherwise task(0, count, 0) on the calling thread. Called from
-// inside a task, it runs on the calling thread alone. The first exception a part throws
-// is rethrown here, after every part has ended.
+// inside a task, it runs on the calling thread alone. After every part has ended, the
+// exception of the lowest part that threw is rethrown here: the same one however the
+// threads ran.
 void parallel_for(Index count, Index work_per_item, FunctionRef<void(Index first, Index count, int part)> task);
 
 }  // namespace threads

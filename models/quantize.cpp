@@ -1,6 +1,7 @@
 #include "models/quantize.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include "engine/error.h"
 #include "engine/half.h"
 #include "engine/integer_product.h"
+#include "engine/thread_pool.h"
 
 namespace ordo {
 
@@ -33,10 +35,30 @@ Index checked_group(const Quantization& stored, Index cols, const std::string& n
   return group;
 }
 
+// The loops below are written for the compiler to vectorize (the library's baseline is
+// SSE2, where std::nearbyint is a library call and a float max a branch): a model's
+// quantization at load (--compute-type) and ordo quantize run at memory speed. They give
+// the numbers of the scalar definition, bit for bit: the weights are finite (the loader
+// refuses NaN and infinity, models/stored_matrix.cpp).
+
+// The largest |w_k|: for finite floats the order of |w| is the order of their bits with
+// the sign cleared, as integers.
 float max_magnitude(const float* w, Index n) {
-  float m = 0.0f;
-  for (Index k = 0; k < n; ++k) m = std::max(m, std::fabs(w[k]));
-  return m;
+  std::int32_t m = 0;
+  for (Index k = 0; k < n; ++k) m = std::max(m, std::bit_cast<std::int32_t>(w[k]) & 0x7fffffff);
+  return std::bit_cast<float>(m);
+}
+
+// round(w / scale) clamped to [lo, hi], rounding halves to even as std::nearbyint does in
+// the default rounding mode. |w / scale| is at most a few times hi (scale is max|w| / hi,
+// or its F16 rounding), far below 2^22, where adding 1.5 x 2^23 leaves no bits below the
+// units and the addition itself rounds halves to even (1.5 x 2^23 is even). The clamp is
+// on integers: a float compare is a branch to GCC (it may trap), which would stop the
+// vectorizer.
+inline int quantized(float w, float scale, int lo, int hi) {
+  constexpr float kShift = 0x1.8p23f;
+  const auto q = static_cast<int>((w / scale + kShift) - kShift);
+  return std::min(std::max(q, lo), hi);
 }
 
 void encode_int8_row(const float* w, Index cols, Index group, std::int8_t* q, float* scales) {
@@ -45,14 +67,13 @@ void encode_int8_row(const float* w, Index cols, Index group, std::int8_t* q, fl
     const float amax = max_magnitude(in, group);
     const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
     scales[g] = scale;
-    for (Index k = 0; k < group; ++k)
-      q[g * group + k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(in[k] / scale), -127.0f, 127.0f));
+    std::int8_t* out = q + g * group;
+    for (Index k = 0; k < group; ++k) out[k] = static_cast<std::int8_t>(quantized(in[k], scale, -127, 127));
   }
 }
 
 void encode_int4_row(const float* w, Index cols, Index group, std::uint8_t* packed, std::uint16_t* scales,
                      const std::string& name) {
-  std::fill(packed, packed + cols / 2, std::uint8_t{0});
   for (Index g = 0; g < cols / group; ++g) {
     const float* in = w + g * group;
     const float amax = max_magnitude(in, group);
@@ -64,11 +85,14 @@ void encode_int4_row(const float* w, Index cols, Index group, std::uint8_t* pack
                             ", whose int4 scale is beyond F16's range (65504)",
                   "use int8 for this model");
     scales[g] = half;
-    for (Index k = 0; k < group; ++k) {
-      const Index at = g * group + k;
-      const auto nibble = static_cast<std::uint8_t>(std::clamp(std::nearbyint(in[k] / scale), -8.0f, 7.0f) + 8.0f);
-      std::uint8_t& byte = packed[at / kInt4Run * 16 + at % 16];
-      byte = static_cast<std::uint8_t>(byte | (at % kInt4Run < 16 ? nibble : nibble << 4));
+    // Each run of 32 packs into 16 bytes: byte j holds weight j's nibble low, j + 16's high.
+    for (Index run = 0; run < group; run += kInt4Run) {
+      std::uint8_t* out = packed + (g * group + run) / 2;
+      for (Index j = 0; j < 16; ++j) {
+        const auto low = static_cast<std::uint8_t>(quantized(in[run + j], scale, -8, 7) + 8);
+        const auto high = static_cast<std::uint8_t>(quantized(in[run + j + 16], scale, -8, 7) + 8);
+        out[j] = static_cast<std::uint8_t>(low | high << 4);
+      }
     }
   }
 }
@@ -123,12 +147,15 @@ EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, c
   const auto rows = static_cast<std::size_t>(w.rows());
   const auto cols = static_cast<std::size_t>(w.cols());
   if (stored.enabled()) out.group = checked_group(stored, w.cols(), name);
-  std::vector<float> row(cols);
+  // Rows are independent: they encode on every thread, each with its own row of floats.
   const auto each_row = [&](auto&& encode) {
-    for (Index r = 0; r < w.rows(); ++r) {
-      w.dequantize(r, 1, row.data(), w.cols());
-      encode(r, row.data());
-    }
+    threads::parallel_for(w.rows(), w.cols(), [&](Index first, Index count, int) {
+      std::vector<float> row(cols);
+      for (Index r = first; r < first + count; ++r) {
+        w.dequantize(r, 1, row.data(), w.cols());
+        encode(r, row.data());
+      }
+    });
   };
   switch (stored.type) {
     case WeightFormat::F32:

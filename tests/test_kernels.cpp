@@ -211,6 +211,23 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
                                     if (first > 0) throw Error("test", "second part fails");
                                   }),
                Error);
+  // When several parts throw, the lowest part's error comes back, however the threads
+  // ran: here the second part throws first, while the first waits for it.
+  std::atomic<bool> second_threw{false};
+  std::string message;
+  try {
+    threads::parallel_for(1000, 1 << 20, [&](Index first, Index, int) {
+      if (first > 0) {
+        second_threw = true;
+        throw Error("items from " + std::to_string(first), "fail");
+      }
+      while (!second_threw) std::this_thread::yield();
+      throw Error("items from 0", "fail");
+    });
+  } catch (const Error& error) {
+    message = error.what();
+  }
+  EXPECT_EQ(message, "items from 0: fail");
 }
 
 // Whether the CPU has AMX's tiles and their int8 multiplies (CPUID leaf 7, EDX bits 24

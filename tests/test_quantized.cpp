@@ -4,6 +4,7 @@
 // quantized file refused with a message naming the tensor and the rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -212,6 +213,56 @@ TEST(Quantized, EncodingKeepsEachWeightWithinHalfAStep) {
   EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);  // a tie: to even
   EXPECT_EQ(float_to_bfloat16(1.0f + 1.0f / 256), 0x3f80);  // a tie: to even
   EXPECT_EQ(float_to_bfloat16(-2.5f), 0xc020);
+}
+
+// The encoders' rounding is std::nearbyint's (halves to even) and their clamp the
+// format's, bit for bit, written here as the format's text says: values that land on
+// halves (k + 0.5 at a scale of 1: a group whose maximum is 127, or 7 for int4), values
+// across 40 binary orders of magnitude, subnormal groups; rows split across threads.
+TEST(Quantized, EncodingRoundsHalvesToEvenAsTheFormatSays) {
+  const Index rows = 64, cols = 256;
+  std::mt19937 generator(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<std::size_t>(rows * cols));
+  for (Index r = 0; r < rows; ++r)
+    for (Index k = 0; k < cols; ++k) {
+      float& v = w[static_cast<std::size_t>(r * cols + k)];
+      switch (r % 4) {
+        case 0: v = k == 0 ? 127.0f : static_cast<float>(static_cast<int>(generator() % 255) - 127) + 0.5f; break;
+        case 1: v = k % 32 == 0 ? 7.0f : static_cast<float>(static_cast<int>(generator() % 15) - 7) + 0.5f; break;
+        case 2: v = uniform(generator) * std::ldexp(1.0f, static_cast<int>(generator() % 40) - 30); break;
+        default: v = uniform(generator) * 1e-38f;
+      }
+    }
+  threads::set_count(2);
+  for (const Case c : {Case{WeightFormat::Int8, 0, cols}, Case{WeightFormat::Int8, 32, cols},
+                       Case{WeightFormat::Int4, 32, cols}}) {
+    SCOPED_TRACE(name_of(c));
+    const EncodedMatrix e = encode_matrix(TensorView(w.data(), {rows, cols}), target_of(c), "m");
+    const bool int4 = c.format == WeightFormat::Int4;
+    const Index group = c.group == 0 ? cols : c.group;
+    for (Index r = 0; r < rows; ++r)
+      for (Index g = 0; g < cols / group; ++g) {
+        const float* in = w.data() + r * cols + g * group;
+        float amax = 0.0f;
+        for (Index k = 0; k < group; ++k) amax = std::max(amax, std::fabs(in[k]));
+        float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+        if (int4) {
+          const std::uint16_t half = float_to_half(amax > 0.0f ? amax / 7.0f : 1.0f);
+          scale = half_to_float(half == 0 ? std::uint16_t{1} : half);
+        }
+        for (Index k = 0; k < group; ++k) {
+          const float limit = int4 ? 8.0f : 127.0f;
+          const int want = static_cast<int>(std::clamp(std::nearbyint(in[k] / scale), -limit, int4 ? 7.0f : 127.0f));
+          const Index at = r * cols + g * group + k;
+          const auto byte = static_cast<unsigned>(e.values[static_cast<std::size_t>(int4 ? at / 32 * 16 + at % 16 : at)]);
+          const int got = !int4 ? static_cast<int>(static_cast<std::int8_t>(byte))
+                                : static_cast<int>(at % 32 < 16 ? byte & 15 : byte >> 4) - 8;
+          ASSERT_EQ(got, want) << "row " << r << ", weight " << g * group + k << ": " << in[k] << " / " << scale;
+        }
+      }
+  }
+  threads::set_count(1);
 }
 
 // The int4 layout as the README documents it: in each run of 32, byte j holds weight j
