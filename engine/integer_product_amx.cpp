@@ -191,7 +191,8 @@ struct Scratch {
 };
 
 // Tiles 0-3 = the sums of lane l of group g, the copy's activation rows [r0, r0 + 32)
-// against the panel's 32 weight rows: zeroed, then each chunk of the lane multiplied into all four.
+// against the panel's 32 weight rows: zeroed, then each chunk of the lane multiplied
+// into all four.
 ORDO_AMX inline void multiply_lane(const Layout& layout, Index r0, Index g, int l, const Scratch& s) {
   // GCC's tile load is an asm statement that names no memory: without this barrier the
   // compiler may move the copies' stores past the loads that read them.
@@ -265,8 +266,8 @@ ORDO_AMX void float_step(const Layout& layout, Index g, int l, const std::int32_
 }
 
 // The block of activation rows [i0, i0 + 32) (in the copy from row copied) and the
-// panel's 32 weight rows, for two groups or more: lane by lane, each group's sums on the tiles, then the definition's
-// float step for the group.
+// panel's 32 weight rows, for two groups or more: lane by lane, each group's sums on the
+// tiles, then the definition's float step for the group.
 // A lane's totals are complete after its last group (a lane's steps never read
 // another's), which keeps one lane's t at a time. The float step of each (lane, group)
 // runs while the tiles compute the next one's sums: the tiles' results are stored only
