@@ -189,15 +189,20 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
 #if defined(__x86_64__)
   avx2_ = path >= KernelPath::Avx2 && widest_kernel_path() >= KernelPath::Avx2;
 #endif
-  // Only where AVX2's batch tiles read it: the AVX-512 path's batch kernel does not.
-  sign_split_ = avx2_ && std::min(path, widest_kernel_path()) == KernelPath::Avx2 && rows_ >= 4 && group_ >= 4 * 32;
+  // Only where AVX2's batch tiles read them: the AVX-512 path's batch kernels do not.
+  const bool avx2_batch = avx2_ && std::min(path, widest_kernel_path()) == KernelPath::Avx2;
+  sign_split_ = avx2_batch && rows_ >= 4 && group_ >= 4 * 32;
   if (sign_split_) {
     grow(magnitudes_, rows_ * stride_);
     grow(signs_, rows_ * stride_);
     grow(negative_sums_, rows_ * groups_ * 8);
   }
+  pairs_ = group_ == 32 && cols_ % 64 == 0 && (rows_ == 1 || avx2_batch);
+  if (pairs_) {
+    grow(pair_q_, rows_ * stride_);
+    grow(pair_offsets_, rows_ * groups_ * 8);
+  }
   for_rows(rows_, [&](Index begin, Index end) { quantize_rows(x, begin, end); });
-  if (pairs()) arrange_pairs();
 }
 
 void QuantizedActivations::quantize_rows(ConstMatrixRef x, Index begin, Index end) {
@@ -215,6 +220,7 @@ void QuantizedActivations::quantize_rows(ConstMatrixRef x, Index begin, Index en
       std::fill_n(lane_scales_.data() + (i * groups_ + g) * 8, 8, scale);
     }
     std::fill(q + cols_, q + stride_, std::int8_t{0});
+    if (pairs_) arrange_pairs(i);
     std::uint8_t* u = q_unsigned_.data() + i * stride_;
 #if defined(__x86_64__)
     if (avx2_) {
@@ -238,26 +244,22 @@ void QuantizedActivations::split_signs([[maybe_unused]] Index i) {
 #endif
 }
 
-void QuantizedActivations::arrange_pairs() {
-  grow(pair_q_, rows_ * stride_);
-  grow(pair_offsets_, rows_ * groups_ * 8);
-  for (Index i = 0; i < rows_; ++i) {
-    const std::int8_t* from = q(i);
-    std::int8_t* to = pair_q_.data() + i * stride_;
-    for (Index k = 0; k < cols_; k += 64) {
-      std::copy_n(from + k, 16, to + k);
-      std::copy_n(from + k + 32, 16, to + k + 16);
-      std::copy_n(from + k + 16, 16, to + k + 32);
-      std::copy_n(from + k + 48, 16, to + k + 48);
-    }
-    for (Index g = 0; g < groups_; g += 2) {
-      const std::int32_t* offsets = nibble_offsets(i) + g * 8;
-      std::int32_t* pair = pair_offsets_.data() + i * groups_ * 8 + g * 8;
-      std::copy_n(offsets, 4, pair);
-      std::copy_n(offsets + 8, 4, pair + 4);
-      std::copy_n(offsets + 4, 4, pair + 8);
-      std::copy_n(offsets + 12, 4, pair + 12);
-    }
+void QuantizedActivations::arrange_pairs(Index i) {
+  const std::int8_t* from = q(i);
+  std::int8_t* to = pair_q_.data() + i * stride_;
+  for (Index k = 0; k < cols_; k += 64) {
+    std::copy_n(from + k, 16, to + k);
+    std::copy_n(from + k + 32, 16, to + k + 16);
+    std::copy_n(from + k + 16, 16, to + k + 32);
+    std::copy_n(from + k + 48, 16, to + k + 48);
+  }
+  for (Index g = 0; g < groups_; g += 2) {
+    const std::int32_t* offsets = nibble_offsets(i) + g * 8;
+    std::int32_t* pair = pair_offsets_.data() + i * groups_ * 8 + g * 8;
+    std::copy_n(offsets, 4, pair);
+    std::copy_n(offsets + 8, 4, pair + 4);
+    std::copy_n(offsets + 4, 4, pair + 8);
+    std::copy_n(offsets + 12, 4, pair + 12);
   }
 }
 
@@ -595,6 +597,67 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
   }
 }
 
+// int4 groups of 32 for MR activation rows (from i0) against weight row r, two groups a
+// step as row_int4_pairs does (the same unpacking, lanes and float steps): the weights'
+// 32 bytes unpack once for every row. Each row's c_g = s_g w_g is computed 8 groups at a
+// time into c and picked from memory, and the totals are each row's low and high: 2 MR
+// registers, where the 4 x 2 tiles of tile_avx2 kept 16 totals and 8 sums in 16
+// registers and spilled, with a float step for every 32 weights.
+alignas(32) constexpr std::int32_t kPairPicks[4][8] = {
+    {0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 2, 3, 3, 3, 3}, {4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}};
+
+template <int MR>
+ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index first,
+                               float* y, Index y_stride) {
+  const std::uint8_t* row = w.row<std::uint8_t>(r);
+  const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
+  const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 low[MR], high[MR];
+  ORDO_UNROLL
+  for (int i = 0; i < MR; ++i) low[i] = high[i] = _mm256_setzero_ps();
+  alignas(32) float c[MR][8] = {};
+  for (Index k = 0; k < a.cols(); k += 64) {
+    const Index g = k / 32;
+    if (g % 8 == 0) {  // c_g = s_g w_g of the next 8 groups (0 past the last), for each row
+      if (a.groups() - g >= 8) {
+        const __m256 w_scales = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + g)));
+        ORDO_UNROLL
+        for (int i = 0; i < MR; ++i) _mm256_store_ps(c[i], _mm256_mul_ps(_mm256_loadu_ps(a.scales(i0 + i) + g), w_scales));
+      } else {
+        const Index n = a.groups() - g;
+        alignas(16) std::uint16_t weight_scales[8] = {};
+        std::copy_n(scales + g, n, weight_scales);
+        const __m256 w_scales = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(weight_scales)));
+        for (int i = 0; i < MR; ++i) {
+          alignas(32) float s[8] = {};
+          std::copy_n(a.scales(i0 + i) + g, n, s);
+          _mm256_store_ps(c[i], _mm256_mul_ps(_mm256_load_ps(s), w_scales));
+        }
+      }
+    }
+    // This step's two: c_g in lanes 0-3, c_g+1 in lanes 4-7.
+    const __m256i pick = load(kPairPicks[g % 8 / 2]);
+    const __m256i bytes = load(row + k / 2);
+    const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+    ORDO_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      const std::int8_t* q = a.pair_q(i0 + i) + k;
+      const std::int32_t* offsets = a.pair_offsets(i0 + i) + g * 8;
+      const __m256i p_low = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, load(q)), ones), load(offsets));
+      const __m256i p_high =
+          _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, load(q + 32)), ones), load(offsets + 8));
+      const __m256 step_c = _mm256_permutevar8x32_ps(_mm256_load_ps(c[i]), pick);
+      low[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_low), step_c, low[i]);
+      high[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_high), step_c, high[i]);
+    }
+  }
+  ORDO_UNROLL
+  for (int i = 0; i < MR; ++i) {
+    const __m256 even = _mm256_permute2f128_ps(low[i], high[i], 0x20), odd = _mm256_permute2f128_ps(low[i], high[i], 0x31);
+    y[(i0 + i) * y_stride + r - first] = integer_detail::final_sum(even, odd);
+  }
+}
+
 // Activation rows i0 .. i0 + MR - 1 against the weight rows [begin, end), NR at a time;
 // sign_split: 4 x 2 int8 tiles through runs_int8_4x2.
 template <int MR, int NR>
@@ -617,7 +680,7 @@ ORDO_AVX2 void panel_avx2(const QuantizedActivations& a, const WeightMatrix& w, 
 ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
                             Index y_stride) {
   constexpr int NR = 2;
-  if (w.format() == WeightFormat::Int4 && a.pairs()) {
+  if (w.format() == WeightFormat::Int4 && a.pairs() && a.rows() == 1) {
     const Index half = count / NR;
     for (Index r = first; r < first + half; ++r) row_int4_pairs<NR>(a, w, 0, r, half, first, y);
     for (Index r = first + NR * half; r < first + count; ++r) row_int4_pairs<1>(a, w, 0, r, 1, first, y);
@@ -630,11 +693,21 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
     return;
   }
   const bool sign_split = w.format() == WeightFormat::Int8 && a.sign_split();
+  const bool int4_pairs = w.format() == WeightFormat::Int4 && a.pairs();
   constexpr Index kPanel = 64;
   for (Index panel = first; panel < first + count; panel += kPanel) {
     const Index end = std::min(first + count, panel + kPanel);
     integer_detail::stream_in(w, panel, end);
     Index i0 = 0;
+    if (int4_pairs) {
+      for (; i0 + 4 <= a.rows(); i0 += 4)
+        for (Index r = panel; r < end; ++r) tile_int4_pairs<4>(a, w, i0, r, first, y, y_stride);
+      for (; i0 + 2 <= a.rows(); i0 += 2)
+        for (Index r = panel; r < end; ++r) tile_int4_pairs<2>(a, w, i0, r, first, y, y_stride);
+      for (; i0 < a.rows(); ++i0)
+        for (Index r = panel; r < end; ++r) tile_int4_pairs<1>(a, w, i0, r, first, y, y_stride);
+      continue;
+    }
     for (; i0 + 4 <= a.rows(); i0 += 4) panel_avx2<4, NR>(a, w, i0, panel, end, first, y, y_stride, sign_split);
     for (; i0 + 2 <= a.rows(); i0 += 2) panel_avx2<2, NR>(a, w, i0, panel, end, first, y, y_stride);
     for (; i0 < a.rows(); ++i0) panel_avx2<1, NR>(a, w, i0, panel, end, first, y, y_stride);

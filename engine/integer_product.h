@@ -73,13 +73,13 @@ class QuantizedActivations {
   // Row i's 8 * (sum of q over lane l of group g), at [g * 8 + l]: int4's nibbles n carry
   // +8, and P = lanes of n * q minus these.
   const std::int32_t* nibble_offsets(Index i) const { return nibble_offsets_.data() + i * groups_ * 8; }
-  // For one row (a decode step) in groups of 32, of a multiple of 64 columns (int4's
-  // usual shape), the same in the order AVX2's one-row int4 kernel unpacks a pair of
-  // groups g, g + 1 (g even) in: q of each 64 as [0-15, 32-47, 16-31, 48-63] (the low
-  // nibbles of both runs, then the high ones); offsets per pair as [g lanes 0-3, g + 1
-  // lanes 0-3, g 4-7, g + 1 4-7]. Unset otherwise (pairs() is false): batches do not pay
-  // for an order no batch kernel reads.
-  bool pairs() const { return rows_ == 1 && group_ == 32 && cols_ % 64 == 0; }
+  // In groups of 32, of a multiple of 64 columns (int4's usual shape), for one row (a
+  // decode step) or, quantized on the AVX2 path, any number: the same in the order
+  // AVX2's int4 kernels unpack a pair of groups g, g + 1 (g even) in: q of each 64 as
+  // [0-15, 32-47, 16-31, 48-63] (the low nibbles of both runs, then the high ones);
+  // offsets per pair as [g lanes 0-3, g + 1 lanes 0-3, g 4-7, g + 1 4-7]. Unset otherwise
+  // (pairs() is false): the wider paths' batches do not pay for an order they never read.
+  bool pairs() const { return pairs_; }
   // For AVX2's batch tiles (four rows or more, groups of at least 128, quantized on the
   // AVX2 path), row i's q split as |q| and s = -1 where q < 0, and the correction
   // N[g * 8 + l] = the sum of |q| over lane l of group g's whole runs of 32 where q < 0:
@@ -94,12 +94,13 @@ class QuantizedActivations {
 
  private:
   void quantize_rows(ConstMatrixRef x, Index begin, Index end);
-  void arrange_pairs();
+  void arrange_pairs(Index i);
   void split_signs(Index i);
 
   Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
   bool avx2_ = false;  // quantize_group_avx2 and the other AVX2 passes
   bool sign_split_ = false;
+  bool pairs_ = false;
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;
   std::vector<float> scales_;
