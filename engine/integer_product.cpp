@@ -611,6 +611,13 @@ ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
                                float* y, Index y_stride) {
   const std::uint8_t* row = w.row<std::uint8_t>(r);
   const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
+  const std::int8_t* q[MR];
+  const std::int32_t* offsets[MR];
+  ORDO_UNROLL
+  for (int i = 0; i < MR; ++i) {
+    q[i] = a.pair_q(i0 + i);
+    offsets[i] = a.pair_offsets(i0 + i);
+  }
   const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   __m256 low[MR], high[MR];
   ORDO_UNROLL
@@ -641,11 +648,10 @@ ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
     const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
     ORDO_UNROLL
     for (int i = 0; i < MR; ++i) {
-      const std::int8_t* q = a.pair_q(i0 + i) + k;
-      const std::int32_t* offsets = a.pair_offsets(i0 + i) + g * 8;
-      const __m256i p_low = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, load(q)), ones), load(offsets));
-      const __m256i p_high =
-          _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, load(q + 32)), ones), load(offsets + 8));
+      const __m256i p_low =
+          _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, load(q[i] + k)), ones), load(offsets[i] + g * 8));
+      const __m256i p_high = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, load(q[i] + k + 32)), ones),
+                                              load(offsets[i] + g * 8 + 8));
       const __m256 step_c = _mm256_permutevar8x32_ps(_mm256_load_ps(c[i]), pick);
       low[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_low), step_c, low[i]);
       high[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_high), step_c, high[i]);
