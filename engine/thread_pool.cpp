@@ -3,7 +3,6 @@
 #include <exception>
 #include <string>
 #include <system_error>
-#include <vector>
 
 #include "engine/error.h"
 
@@ -134,19 +133,25 @@ void parallel_for(Index count, Index work_per_item, FunctionRef<void(Index first
   if (count <= 0) return;
   const std::shared_ptr<ThreadPool> workers = count > 1 ? workers_for(count * work_per_item, kParallelWork) : nullptr;
   if (!workers) return task(0, count, 0);
-  // An exception must not leave a worker thread (that would end the process): each
-  // part's is carried back, and the lowest part's rethrown, so that the error a caller
-  // sees (the first bad row, say) does not depend on which thread ran first.
-  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(workers->threads()));
+  // An exception must not leave a worker thread (that would end the process): the
+  // lowest failing part's is carried back, so that the error a caller sees (the first
+  // bad row, say) does not depend on which thread ran first. Nothing is allocated unless
+  // a part throws: attention runs this on every layer of a decode step.
+  std::exception_ptr failure;
+  int failed_part = -1;
+  std::mutex failure_mutex;
   split(*workers, count, 1, [&](Index first, Index part_count, int part) {
     try {
       task(first, part_count, part);
     } catch (...) {
-      failures[static_cast<std::size_t>(part)] = std::current_exception();
+      const std::lock_guard lock(failure_mutex);
+      if (failed_part < 0 || part < failed_part) {
+        failure = std::current_exception();
+        failed_part = part;
+      }
     }
   });
-  for (const std::exception_ptr& failure : failures)
-    if (failure) std::rethrow_exception(failure);
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace threads

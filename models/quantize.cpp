@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "engine/error.h"
 #include "engine/half.h"
@@ -65,7 +66,11 @@ void encode_int8_row(const float* w, Index cols, Index group, std::int8_t* q, fl
   for (Index g = 0; g < cols / group; ++g) {
     const float* in = w + g * group;
     const float amax = max_magnitude(in, group);
-    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    // Weights so small (subnormal, max|w| <= 63 x 2^-149) that max|w| / 127 rounds to 0:
+    // the smallest positive float, in whose steps they are exact (|q| <= 63). A scale of
+    // 0 is no scale (the loader refuses it, and w / 0 is not a number).
+    if (scale == 0.0f) scale = std::numeric_limits<float>::denorm_min();
     scales[g] = scale;
     std::int8_t* out = q + g * group;
     for (Index k = 0; k < group; ++k) out[k] = static_cast<std::int8_t>(quantized(in[k], scale, -127, 127));

@@ -45,8 +45,8 @@ std::string name_of(const Case& c) {
 // (344); groups the AVX-512 kernels take (multiples of 64) and ones they leave to AVX2
 // (32, 3); int8 groups of four runs and more, which AVX2's 4 x 2 tiles take (2600: more
 // than the 64 runs AVX2 sums in 16 bits before widening N); int4 rows
-// of whole blocks of 8 groups of 32 and with a rest (one-row kernels take 8 groups'
-// scales at a time); int4 groups of one run, two, four; more groups than eight (the
+// of whole blocks of 8 groups of 32 and with a rest of 2, 4 or 6 groups (AVX2's int4
+// kernels take 8 groups' scales at a time); int4 groups of one run, two, four; more groups than eight (the
 // float steps' lanes) and fewer.
 const Case kCases[] = {
     {WeightFormat::Int8, 0, 37},     {WeightFormat::Int8, 0, 64},     {WeightFormat::Int8, 0, 344},
@@ -54,6 +54,7 @@ const Case kCases[] = {
     {WeightFormat::Int8, 3, 12},     {WeightFormat::Int8, 128, 384},  {WeightFormat::Int8, 0, 2600},
     {WeightFormat::Int4, 32, 64},    {WeightFormat::Int4, 32, 768},   {WeightFormat::Int4, 32, 320},
     {WeightFormat::Int4, 64, 192},   {WeightFormat::Int4, 128, 1024}, {WeightFormat::Int4, 64, 1088},
+    {WeightFormat::Int4, 32, 384},   {WeightFormat::Int4, 32, 448},
 };
 
 EncodedMatrix encoded(const Case& c, Index rows, unsigned seed) {
@@ -203,7 +204,7 @@ TEST(IntegerProduct, ARowsNumbersDoNotDependOnItsBatchOrSplit) {
                     "row " + std::to_string(i));
       }
       QuantizedActivations a;
-      a.quantize(ConstMatrixRef(x.data(), m, e.cols), w.group);
+      a.quantize_on(path, ConstMatrixRef(x.data(), m, e.cols), w.group);
       std::vector<float> split(static_cast<std::size_t>(m * 100));
       for (const auto& [first, count] : {std::pair<Index, Index>{0, 33}, {33, 1}, {34, 66}})
         kernels::integer_product_on(path, a, w.view(), first, count, split.data() + first, 100);
@@ -368,7 +369,7 @@ TEST(IntegerProduct, EveryPathQuantizesAlike) {
 // runs them for large products), give the buffers of one pass over every row, on
 // AVX2's batch shapes (the sign split, groups of 128) and the one-row int4 order alike.
 TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
-  const Index shapes[][3] = {{40, 512, 128}, {1, 768, 32}, {9, 344, 344}};
+  const Index shapes[][3] = {{40, 512, 128}, {1, 768, 32}, {9, 344, 344}, {9, 256, 32}};
   for (const auto& shape : shapes) {
     const Index rows = shape[0], cols = shape[1], group = shape[2];
     SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(cols) + " in groups of " + std::to_string(group));

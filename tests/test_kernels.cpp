@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <numbers>
@@ -212,7 +213,8 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
                                   }),
                Error);
   // When several parts throw, the lowest part's error comes back, however the threads
-  // ran: here the second part throws first, while the first waits for it.
+  // ran: here the second part throws first, while the first waits for it (a second at
+  // most, should the pool ever run the parts in turn).
   std::atomic<bool> second_threw{false};
   std::string message;
   try {
@@ -221,7 +223,8 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
         second_threw = true;
         throw Error("items from " + std::to_string(first), "fail");
       }
-      while (!second_threw) std::this_thread::yield();
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (!second_threw && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
       throw Error("items from 0", "fail");
     });
   } catch (const Error& error) {

@@ -11,6 +11,7 @@
 
 #include "engine/decode_inputs.h"
 #include "engine/search.h"
+#include "engine/thread_pool.h"
 #include "models/loaded_model.h"
 #include "tests/model_factory.h"
 
@@ -126,6 +127,24 @@ TEST(NoAlloc, DecoderOnlyStepsAllocateNothing) {
                                 {"num_key_value_heads", 2}, {"head_dim", 6},          {"bos_token_id", 2},
                                 {"eos_token_id", 1}};
   EXPECT_EQ(step_allocations(random_model(llama)->transformer()), 0);
+}
+
+// Attention splits every layer of a batched step across the pool with parallel_for:
+// running its parts allocates nothing either (it once kept a vector of each part's
+// exception, a heap allocation every call).
+TEST(NoAlloc, ParallelPartsAllocateNothing) {
+  threads::set_count(2);
+  threads::prepare();
+  std::atomic<Index> covered{0};
+  const auto task = [&](Index, Index count, int) { covered += count; };
+  threads::parallel_for(1000, Index{1} << 20, task);  // warm: the pool's threads exist
+  allocations = 0;
+  counting = true;
+  for (int call = 0; call < 20; ++call) threads::parallel_for(1000, Index{1} << 20, task);
+  counting = false;
+  threads::set_count(1);
+  EXPECT_EQ(covered.load(), 21 * 1000);
+  EXPECT_EQ(allocations.load(), 0);
 }
 
 }  // namespace

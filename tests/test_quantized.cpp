@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -218,20 +219,23 @@ TEST(Quantized, EncodingKeepsEachWeightWithinHalfAStep) {
 // The encoders' rounding is std::nearbyint's (halves to even) and their clamp the
 // format's, bit for bit, written here as the format's text says: values that land on
 // halves (k + 0.5 at a scale of 1: a group whose maximum is 127, or 7 for int4), values
-// across 40 binary orders of magnitude, subnormal groups; rows split across threads.
+// across 40 binary orders of magnitude, subnormal groups, and groups so small that
+// max|w| / 127 rounds to 0 (int8's scale is then the smallest float, which holds them
+// exactly); 512 rows, split across both threads.
 TEST(Quantized, EncodingRoundsHalvesToEvenAsTheFormatSays) {
-  const Index rows = 64, cols = 256;
+  const Index rows = 512, cols = 256;
   std::mt19937 generator(11);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<float> w(static_cast<std::size_t>(rows * cols));
   for (Index r = 0; r < rows; ++r)
     for (Index k = 0; k < cols; ++k) {
       float& v = w[static_cast<std::size_t>(r * cols + k)];
-      switch (r % 4) {
+      switch (r % 5) {
         case 0: v = k == 0 ? 127.0f : static_cast<float>(static_cast<int>(generator() % 255) - 127) + 0.5f; break;
         case 1: v = k % 32 == 0 ? 7.0f : static_cast<float>(static_cast<int>(generator() % 15) - 7) + 0.5f; break;
         case 2: v = uniform(generator) * std::ldexp(1.0f, static_cast<int>(generator() % 40) - 30); break;
-        default: v = uniform(generator) * 1e-38f;
+        case 3: v = uniform(generator) * 1e-38f; break;
+        default: v = static_cast<float>(static_cast<int>(generator() % 127) - 63) * std::numeric_limits<float>::denorm_min();
       }
     }
   threads::set_count(2);
@@ -247,6 +251,12 @@ TEST(Quantized, EncodingRoundsHalvesToEvenAsTheFormatSays) {
         float amax = 0.0f;
         for (Index k = 0; k < group; ++k) amax = std::max(amax, std::fabs(in[k]));
         float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+        if (scale == 0.0f) scale = std::numeric_limits<float>::denorm_min();
+        if (!int4) {
+          ASSERT_EQ(float_to_bits(reinterpret_cast<const float*>(e.scales.data())[r * (cols / group) + g]),
+                    float_to_bits(scale))
+              << "row " << r << ", group " << g;
+        }
         if (int4) {
           const std::uint16_t half = float_to_half(amax > 0.0f ? amax / 7.0f : 1.0f);
           scale = half_to_float(half == 0 ? std::uint16_t{1} : half);

@@ -91,6 +91,8 @@ def quantize_int8(w: Tensor, group: int):
     g = w.to(torch.float32).reshape(rows, cols // group, group)
     amax = g.abs().amax(dim=2)
     scale = torch.where(amax > 0, amax / 127, torch.ones_like(amax))
+    # max|w| / 127 rounded to 0 (subnormal weights): the smallest positive float32.
+    scale = torch.where(scale > 0, scale, torch.full_like(scale, 2.0**-149))
     q = torch.round(g / scale.unsqueeze(2)).clamp(-127, 127).to(torch.int8)
     return q.reshape(rows, cols), scale
 
