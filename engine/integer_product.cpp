@@ -597,15 +597,16 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
   }
 }
 
+// Which of 8 groups' c a step of two takes: lanes 0-3 group 2p, lanes 4-7 group 2p + 1.
+alignas(32) constexpr std::int32_t kPairPicks[4][8] = {
+    {0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 2, 3, 3, 3, 3}, {4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}};
+
 // int4 groups of 32 for MR activation rows (from i0) against weight row r, two groups a
 // step as row_int4_pairs does (the same unpacking, lanes and float steps): the weights'
 // 32 bytes unpack once for every row. Each row's c_g = s_g w_g is computed 8 groups at a
 // time into c and picked from memory, and the totals are each row's low and high: 2 MR
 // registers, where the 4 x 2 tiles of tile_avx2 kept 16 totals and 8 sums in 16
 // registers and spilled, with a float step for every 32 weights.
-alignas(32) constexpr std::int32_t kPairPicks[4][8] = {
-    {0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 2, 3, 3, 3, 3}, {4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}};
-
 template <int MR>
 ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index first,
                                float* y, Index y_stride) {
