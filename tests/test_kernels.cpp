@@ -233,32 +233,35 @@ TEST(Kernels, ParallelForCoversEachItemOnceAndCarriesExceptionsBack) {
   EXPECT_EQ(message, "items from 0: fail");
 }
 
+// Whether the mask of extended state components that an arch_prctl request reads
+// (ARCH_GET_XCOMP_SUPP: what Linux supports; ARCH_GET_XCOMP_PERM: what this process was
+// granted) holds AMX's tile data (bit 18).
+bool tile_data_in(long request) {
+#if defined(__x86_64__)
+  unsigned long mask = 0;
+  return syscall(SYS_arch_prctl, request, &mask) == 0 && (mask & (1ul << 18)) != 0;
+#else
+  (void)request;
+  return false;
+#endif
+}
+
 // Whether the CPU has AMX's tiles and their int8 multiplies (CPUID leaf 7, EDX bits 24
-// and 25) and Linux supports their state (ARCH_GET_XCOMP_SUPP, bit 18): what is true
-// whatever ordo asked for.
+// and 25) and Linux supports their state: what is true whatever ordo asked for.
 bool amx_supported() {
 #if defined(__x86_64__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || (edx & (3u << 24)) != (3u << 24)) return false;
-  unsigned long supported = 0;
-  constexpr long kGetSupported = 0x1021;  // ARCH_GET_XCOMP_SUPP
-  return syscall(SYS_arch_prctl, kGetSupported, &supported) == 0 && (supported & (1ul << 18)) != 0;
+  return tile_data_in(0x1021);  // ARCH_GET_XCOMP_SUPP
 #else
   return false;
 #endif
 }
 
-// Whether this process holds the tiles' permission (ARCH_GET_XCOMP_PERM, bit 18): what
-// ordo asked for.
+// Whether this process holds the tiles' permission: what ordo asked for.
 bool amx_permitted() {
-#if defined(__x86_64__)
   (void)kernels::kernel_path();
-  unsigned long permitted = 0;
-  constexpr long kGetPermission = 0x1022;  // ARCH_GET_XCOMP_PERM
-  return syscall(SYS_arch_prctl, kGetPermission, &permitted) == 0 && (permitted & (1ul << 18)) != 0;
-#else
-  return false;
-#endif
+  return tile_data_in(0x1022);  // ARCH_GET_XCOMP_PERM
 }
 
 // The kernels take the widest path the CPU has (AMX where Linux allows it, AVX-512, else
