@@ -11,6 +11,7 @@
 #include "engine/integer_product_amx.h"
 #include "engine/integer_product_avx512.h"
 #include "engine/integer_product_internal.h"
+#include "engine/round_to_even.h"
 
 #if defined(__x86_64__)
 #define ORDO_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -29,14 +30,6 @@ using integer_detail::weight_scale;
 
 // Groups whose largest |x| is below this quantize to zero: 127 / amax must stay finite.
 constexpr float kTinyGroup = 0x1p-120f;
-
-// v rounded to the nearest integer, halves to even, for |v| < 2^22: adding 1.5 * 2^23
-// leaves no fraction bits, so the float addition rounds as the hardware's conversion
-// (cvtps2dq) does in its default mode. Exact, portable and vectorizable.
-inline float round_to_even(float v) {
-  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
-  return (v + kShift) - kShift;
-}
 
 template <class T>
 void grow(std::vector<T>& buffer, Index size) {

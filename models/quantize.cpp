@@ -10,6 +10,7 @@
 #include "engine/error.h"
 #include "engine/half.h"
 #include "engine/integer_product.h"
+#include "engine/round_to_even.h"
 #include "engine/thread_pool.h"
 
 namespace ordo {
@@ -52,13 +53,10 @@ float max_magnitude(const float* w, Index n) {
 
 // round(w / scale) clamped to [lo, hi], rounding halves to even as std::nearbyint does in
 // the default rounding mode. |w / scale| is at most a few times hi (scale is max|w| / hi,
-// or its F16 rounding), far below 2^22, where adding 1.5 x 2^23 leaves no bits below the
-// units and the addition itself rounds halves to even (1.5 x 2^23 is even). The clamp is
-// on integers: a float compare is a branch to GCC (it may trap), which would stop the
-// vectorizer.
+// or its F16 rounding), far below round_to_even's 2^22. The clamp is on integers: a
+// float compare is a branch to GCC (it may trap), which would stop the vectorizer.
 inline int quantized(float w, float scale, int lo, int hi) {
-  constexpr float kShift = 0x1.8p23f;
-  const auto q = static_cast<int>((w / scale + kShift) - kShift);
+  const auto q = static_cast<int>(round_to_even(w / scale));
   return std::min(std::max(q, lo), hi);
 }
 
