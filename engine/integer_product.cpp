@@ -176,7 +176,6 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
   grow(q_, rows_ * stride_);
   grow(q_unsigned_, rows_ * stride_);
   grow(scales_, rows_ * groups_);
-  grow(lane_scales_, rows_ * groups_ * 8);
   grow(nibble_offsets_, rows_ * groups_ * 8);
   avx2_ = false;
 #if defined(__x86_64__)
@@ -190,10 +189,12 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
     grow(signs_, rows_ * stride_);
     grow(negative_sums_, rows_ * groups_ * 8);
   }
-  pairs_ = group_ == 32 && cols_ % 64 == 0 && (rows_ == 1 || avx2_batch);
+  // Every x86 path's int4 kernels read the pair order (the portable path never does).
+  pairs_ = avx2_ && group_ == 32 && cols_ % 64 == 0;
   if (pairs_) {
     grow(pair_q_, rows_ * stride_);
-    grow(pair_offsets_, rows_ * groups_ * 8);
+    grow(pair_minus_offsets_, rows_ * groups_ * 8);
+    grow(pair_scales_, rows_ * groups_ * 8);
   }
   for_rows(rows_, [&](Index begin, Index end) { quantize_rows(x, begin, end); });
 }
@@ -210,7 +211,6 @@ void QuantizedActivations::quantize_rows(ConstMatrixRef x, Index begin, Index en
       const Index first = g * group_;
       const float scale = quantize_group(row + first, group_, q + first, nibble_offsets_.data() + (i * groups_ + g) * 8);
       scales_[static_cast<std::size_t>(i * groups_ + g)] = scale;
-      std::fill_n(lane_scales_.data() + (i * groups_ + g) * 8, 8, scale);
     }
     std::fill(q + cols_, q + stride_, std::int8_t{0});
     if (pairs_) arrange_pairs(i);
@@ -248,11 +248,13 @@ void QuantizedActivations::arrange_pairs(Index i) {
   }
   for (Index g = 0; g < groups_; g += 2) {
     const std::int32_t* offsets = nibble_offsets(i) + g * 8;
-    std::int32_t* pair = pair_offsets_.data() + i * groups_ * 8 + g * 8;
-    std::copy_n(offsets, 4, pair);
-    std::copy_n(offsets + 8, 4, pair + 4);
-    std::copy_n(offsets + 4, 4, pair + 8);
-    std::copy_n(offsets + 12, 4, pair + 12);
+    std::int32_t* minus = pair_minus_offsets_.data() + i * groups_ * 8 + g * 8;
+    float* pair_scales = pair_scales_.data() + i * groups_ * 8 + g * 8;
+    for (int l = 0; l < 16; ++l) {
+      const int group = l / 4 % 2, lane = l % 4 + l / 8 * 4;  // lanes [g 0-3, g + 1 0-3, g 4-7, g + 1 4-7]
+      minus[l] = -offsets[group * 8 + lane];
+      pair_scales[l] = scales(i)[g + group];
+    }
   }
 }
 
@@ -554,7 +556,7 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
   }
   const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   const std::int8_t* q = a.pair_q(i);
-  const std::int32_t* offsets = a.pair_offsets(i);
+  const std::int32_t* minus_offsets = a.pair_minus_offsets(i);
   __m256 low[NR], high[NR], block_c[NR];
   for (int j = 0; j < NR; ++j) low[j] = high[j] = block_c[j] = _mm256_setzero_ps();
   for (Index k = 0; k < a.cols(); k += 64) {
@@ -573,12 +575,12 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
     const __m256i pick =
         _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(g % 8)), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
     const __m256i q_low = load(q + k), q_high = load(q + k + 32);
-    const __m256i offsets_low = load(offsets + g * 8), offsets_high = load(offsets + g * 8 + 8);
+    const __m256i minus_low = load(minus_offsets + g * 8), minus_high = load(minus_offsets + g * 8 + 8);
     for (int j = 0; j < NR; ++j) {
       const __m256i bytes = load(rows[j] + k / 2);
       const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-      const __m256i p_low = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, q_low), ones), offsets_low);
-      const __m256i p_high = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, q_high), ones), offsets_high);
+      const __m256i p_low = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, q_low), ones), minus_low);
+      const __m256i p_high = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, q_high), ones), minus_high);
       const __m256 c = _mm256_permutevar8x32_ps(block_c[j], pick);
       low[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_low), c, low[j]);
       high[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_high), c, high[j]);
@@ -606,11 +608,11 @@ ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
   const std::uint8_t* row = w.row<std::uint8_t>(r);
   const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
   const std::int8_t* q[MR];
-  const std::int32_t* offsets[MR];
+  const std::int32_t* minus_offsets[MR];
   ORDO_UNROLL
   for (int i = 0; i < MR; ++i) {
     q[i] = a.pair_q(i0 + i);
-    offsets[i] = a.pair_offsets(i0 + i);
+    minus_offsets[i] = a.pair_minus_offsets(i0 + i);
   }
   const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   __m256 low[MR], high[MR];
@@ -642,10 +644,10 @@ ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
     const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
     ORDO_UNROLL
     for (int i = 0; i < MR; ++i) {
-      const __m256i p_low =
-          _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, load(q[i] + k)), ones), load(offsets[i] + g * 8));
-      const __m256i p_high = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, load(q[i] + k + 32)), ones),
-                                              load(offsets[i] + g * 8 + 8));
+      const __m256i p_low = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, load(q[i] + k)), ones),
+                                             load(minus_offsets[i] + g * 8));
+      const __m256i p_high = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, load(q[i] + k + 32)), ones),
+                                              load(minus_offsets[i] + g * 8 + 8));
       const __m256 step_c = _mm256_permutevar8x32_ps(_mm256_load_ps(c[i]), pick);
       low[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_low), step_c, low[i]);
       high[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_high), step_c, high[i]);
@@ -735,7 +737,7 @@ void integer_product_on(KernelPath path, const QuantizedActivations& a, const We
   // against 3.2x on the bench model, one thread): the same numbers either way.
   const bool int8_rows = w.format() == WeightFormat::Int8 && a.rows() < 4;
   if (path == KernelPath::Amx && amx::takes(a, w)) return amx::integer_product(a, w, first, count, y, y_stride);
-  if (path >= KernelPath::Avx512 && avx512::integer_product_takes(w) && !int8_rows)
+  if (path >= KernelPath::Avx512 && avx512::integer_product_takes(a, w) && !int8_rows)
     return avx512::integer_product(a, w, first, count, y, y_stride);
   if (path >= KernelPath::Avx2) return product_avx2(a, w, first, count, y, y_stride);
 #endif

@@ -67,18 +67,18 @@ class QuantizedActivations {
   const std::int8_t* q(Index i) const { return q_.data() + i * stride_; }
   // Row i's q + 128 as unsigned bytes (the unsigned operand of VNNI's multiply-add).
   const std::uint8_t* q_unsigned(Index i) const { return q_unsigned_.data() + i * stride_; }
-  // Row i's scales s_g, and each repeated for the eight lanes of its group.
+  // Row i's scales s_g.
   const float* scales(Index i) const { return scales_.data() + i * groups_; }
-  const float* lane_scales(Index i) const { return lane_scales_.data() + i * groups_ * 8; }
   // Row i's 8 * (sum of q over lane l of group g), at [g * 8 + l]: int4's nibbles n carry
   // +8, and P = lanes of n * q minus these.
   const std::int32_t* nibble_offsets(Index i) const { return nibble_offsets_.data() + i * groups_ * 8; }
-  // In groups of 32, of a multiple of 64 columns (int4's usual shape), for one row (a
-  // decode step) or, quantized on the AVX2 path, any number: the same in the order
-  // AVX2's int4 kernels unpack a pair of groups g, g + 1 (g even) in: q of each 64 as
-  // [0-15, 32-47, 16-31, 48-63] (the low nibbles of both runs, then the high ones);
-  // offsets per pair as [g lanes 0-3, g + 1 lanes 0-3, g 4-7, g + 1 4-7]. Unset otherwise
-  // (pairs() is false): the wider paths' batches do not pay for an order they never read.
+  // In groups of 32, of a multiple of 64 columns (int4's usual shape): the same in the
+  // order the int4 kernels of AVX2 and AVX-512 unpack a pair of groups g, g + 1 (g even)
+  // in: q of each 64 as [0-15, 32-47, 16-31, 48-63] (the low nibbles of both runs, then
+  // the high ones), so that 32-bit lanes are [g lanes 0-3, g + 1 lanes 0-3, g 4-7,
+  // g + 1 4-7]; per pair, in that lane order, minus the nibble offsets (the start of
+  // vpdpbusd's sums, and what AVX2 adds) and the scales s_g, s_g+1. Unset otherwise
+  // (pairs() is false).
   bool pairs() const { return pairs_; }
   // For AVX2's batch tiles (four rows or more, groups of at least 128, quantized on the
   // AVX2 path), row i's q split as |q| and s = -1 where q < 0, and the correction
@@ -90,7 +90,8 @@ class QuantizedActivations {
   const std::int8_t* signs(Index i) const { return signs_.data() + i * stride_; }
   const std::int32_t* negative_sums(Index i) const { return negative_sums_.data() + i * groups_ * 8; }
   const std::int8_t* pair_q(Index i) const { return pair_q_.data() + i * stride_; }
-  const std::int32_t* pair_offsets(Index i) const { return pair_offsets_.data() + i * groups_ * 8; }
+  const std::int32_t* pair_minus_offsets(Index i) const { return pair_minus_offsets_.data() + i * groups_ * 8; }
+  const float* pair_scales(Index i) const { return pair_scales_.data() + i * groups_ * 8; }
 
  private:
   void quantize_rows(ConstMatrixRef x, Index begin, Index end);
@@ -104,10 +105,10 @@ class QuantizedActivations {
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;
   std::vector<float> scales_;
-  std::vector<float> lane_scales_;
   std::vector<std::int32_t> nibble_offsets_;
   std::vector<std::int8_t> pair_q_;
-  std::vector<std::int32_t> pair_offsets_;
+  std::vector<std::int32_t> pair_minus_offsets_;
+  std::vector<float> pair_scales_;
   std::vector<std::uint8_t> magnitudes_;
   std::vector<std::int8_t> signs_;
   std::vector<std::int32_t> negative_sums_;

@@ -16,8 +16,9 @@ namespace ordo::kernels::avx512 {
 
 // Whether this CPU has the instructions (AVX-512 F, BW, VL and VNNI) and w's groups fit
 // them: int8 with one scale a row or groups of a multiple of 64; int4 with groups of a
-// multiple of 64, or of 32 in rows of a multiple of 64 (the rest run on AVX2).
-bool integer_product_takes(const WeightMatrix& w);
+// multiple of 64, or of 32 in rows of a multiple of 64 where a has the pair order (the
+// rest run on AVX2).
+bool integer_product_takes(const QuantizedActivations& a, const WeightMatrix& w);
 
 #if defined(__x86_64__)
 // As kernels::integer_product, for a w that integer_product_takes() accepts.

@@ -258,7 +258,7 @@ void matvec_on(KernelPath path, const WeightMatrix& w, const float* x, float* y,
   if (w.is_float32()) return matvec(w.float32().data(), w.rows(), w.cols(), w.cols(), x, y, alpha, beta);
   if (integer_product_takes(w)) {  // int8 and int4: one definition at every batch size
     thread_local QuantizedActivations activations;
-    activations.quantize(ConstMatrixRef(x, 1, w.cols()), w.group());
+    activations.quantize_on(path, ConstMatrixRef(x, 1, w.cols()), w.group());
     float* dots = dots_buffer(w, y, beta);
     integer_product_on(path, activations, w, 0, w.rows(), dots, w.rows());
     for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);

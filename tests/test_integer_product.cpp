@@ -147,6 +147,31 @@ TEST(IntegerProduct, EveryPathGivesTheDefinitionsNumbers) {
     }
 }
 
+// Activations quantized for a narrower path than the product's lack the buffers only the
+// wider kernels read (the portable path arranges no pairs): the product then takes the
+// kernels that do not need them, with the same numbers. Before, AVX-512's int4 tiles
+// read the missing pair order and crashed (a matvec_on that quantized on the default
+// path under ORDO_CPU=portable).
+TEST(IntegerProduct, ActivationsQuantizedForANarrowerPathGiveTheSameNumbers) {
+  const Case c = {WeightFormat::Int4, 32, 256};
+  const EncodedMatrix w = encoded(c, 9, 31);
+  for (const Index m : {1, 4, 6}) {
+    const std::vector<float> x = random_values(m * c.cols, 32, 3.0f);
+    const std::vector<float> want = by_definition(x, m, w.view());
+    for (const KernelPath quantized_on : paths())
+      for (const KernelPath path : paths()) {
+        if (path < quantized_on) continue;
+        QuantizedActivations a;
+        a.quantize_on(quantized_on, ConstMatrixRef(x.data(), m, c.cols), c.group);
+        std::vector<float> y(static_cast<std::size_t>(m * w.view().rows()));
+        kernels::integer_product_on(path, a, w.view(), 0, w.view().rows(), y.data(), w.view().rows());
+        expect_bits(y, want,
+                    "quantized on " + std::string(kernels::kernel_path_name(quantized_on)) + ", product on " +
+                        std::string(kernels::kernel_path_name(path)) + ", rows of x " + std::to_string(m));
+      }
+  }
+}
+
 // Products of many rows (from 17), where AMX's tiles take int8 in groups of a multiple of 256:
 // lanes of one tile row (256) and of two with padding (768 columns: 96 bytes a lane),
 // several groups of both parities (4 of 256, 3 of 512), several groups of lanes of two
@@ -328,7 +353,8 @@ TEST(IntegerProduct, ActivationsQuantizeAsTheDefinitionSays) {
 // values, a NaN among the vector part, an infinity and a NaN in the rest, and a largest
 // value in the rest.
 TEST(IntegerProduct, EveryPathQuantizesAlike) {
-  const Index shapes[][2] = {{37, 37}, {74, 37}, {344, 344}, {1000, 1000}, {96, 32}, {768, 64}, {12, 3}, {1088, 64}};
+  const Index shapes[][2] = {{37, 37}, {74, 37},  {344, 344}, {1000, 1000}, {96, 32},
+                             {768, 64}, {12, 3}, {1088, 64}, {128, 32},    {704, 32}};
   for (const auto& shape : shapes) {
     const Index cols = shape[0], group = shape[1], rows = 8;
     std::vector<float> x = random_values(rows * cols, 21, 3.0f);
@@ -355,9 +381,24 @@ TEST(IntegerProduct, EveryPathQuantizesAlike) {
         for (Index g = 0; g < groups; ++g) {
           ASSERT_EQ(float_to_bits(got.scales(i)[g]), float_to_bits(want.scales(i)[g])) << "row " << i << ", group " << g;
           for (Index l = 0; l < 8; ++l) {
-            ASSERT_EQ(float_to_bits(got.lane_scales(i)[g * 8 + l]), float_to_bits(want.scales(i)[g]));
             ASSERT_EQ(got.nibble_offsets(i)[g * 8 + l], want.nibble_offsets(i)[g * 8 + l])
                 << "row " << i << ", group " << g << ", lane " << l;
+          }
+        }
+        // The pair order, as integer_product.h states it, from the portable buffers.
+        ASSERT_EQ(got.pairs(), path != KernelPath::Portable && group == 32 && cols % 64 == 0);
+        if (!got.pairs()) continue;
+        const Index runs_of_16[4] = {0, 32, 16, 48};  // where each 16 of pair order comes from
+        for (Index k = 0; k < cols; ++k) {
+          const Index in_64 = k % 64, from = k - in_64 + runs_of_16[in_64 / 16] + in_64 % 16;
+          ASSERT_EQ(got.pair_q(i)[k], want.q(i)[from]) << "row " << i << ", pair order " << k;
+        }
+        for (Index g = 0; g < groups; g += 2) {
+          for (Index l = 0; l < 16; ++l) {
+            const Index group_of_lane = g + l / 4 % 2, lane = l % 4 + l / 8 * 4;
+            ASSERT_EQ(got.pair_minus_offsets(i)[g * 8 + l], -want.nibble_offsets(i)[group_of_lane * 8 + lane])
+                << "row " << i << ", pair " << g / 2 << ", lane " << l;
+            ASSERT_EQ(float_to_bits(got.pair_scales(i)[g * 8 + l]), float_to_bits(want.scales(i)[group_of_lane]));
           }
         }
       }
@@ -414,7 +455,8 @@ TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
               ASSERT_EQ(got.negative_sums(i)[g * 8 + l], want.negative_sums(i)[g * 8 + l]);
             }
             if (want.pairs()) {
-              ASSERT_EQ(got.pair_offsets(i)[g * 8 + l], want.pair_offsets(i)[g * 8 + l]);
+              ASSERT_EQ(got.pair_minus_offsets(i)[g * 8 + l], want.pair_minus_offsets(i)[g * 8 + l]);
+              ASSERT_EQ(float_to_bits(got.pair_scales(i)[g * 8 + l]), float_to_bits(want.pair_scales(i)[g * 8 + l]));
             }
           }
         }
