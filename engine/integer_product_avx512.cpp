@@ -202,7 +202,7 @@ alignas(64) constexpr std::int32_t kPairPicks[8][16] = {
 // the low half, odd groups' in the high half.
 alignas(64) constexpr std::int32_t kChains[16] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15};
 
-// Groups [g, g + 16) of groups, or those of them there are.
+// The lanes of a block of 16 groups from g that a row of `groups` groups has.
 inline __mmask16 block_mask(Index g, Index groups) {
   const Index left = groups - g;
   return static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
