@@ -520,6 +520,10 @@ ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, I
       y[(i0 + i) * y_stride + (r + j * spacing - first)] = integer_detail::final_sum(even[i][j], odd[i][j]);
 }
 
+// Which of 8 groups' c a step of two takes: lanes 0-3 group 2p, lanes 4-7 group 2p + 1.
+alignas(32) constexpr std::int32_t kPairPicks[4][8] = {
+    {0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 2, 3, 3, 3, 3}, {4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}};
+
 // row_int4_pairs' c of the last n < 8 groups of a row, from g (the rest 0): apart, so
 // that the loop keeps its registers.
 template <int NR>
@@ -572,8 +576,7 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
       }
     }
     // This step's two: c_g in lanes 0-3, c_g+1 in lanes 4-7.
-    const __m256i pick =
-        _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(g % 8)), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    const __m256i pick = load(kPairPicks[g % 8 / 2]);
     const __m256i q_low = load(q + k), q_high = load(q + k + 32);
     const __m256i minus_low = load(minus_offsets + g * 8), minus_high = load(minus_offsets + g * 8 + 8);
     for (int j = 0; j < NR; ++j) {
@@ -591,10 +594,6 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
     y[r + j * spacing - first] = integer_detail::final_sum(even, odd);
   }
 }
-
-// Which of 8 groups' c a step of two takes: lanes 0-3 group 2p, lanes 4-7 group 2p + 1.
-alignas(32) constexpr std::int32_t kPairPicks[4][8] = {
-    {0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 2, 3, 3, 3, 3}, {4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}};
 
 // int4 groups of 32 for MR activation rows (from i0) against weight row r, two groups a
 // step as row_int4_pairs does (the same unpacking, lanes and float steps): the weights'
