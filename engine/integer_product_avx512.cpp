@@ -258,7 +258,7 @@ ORDO_VNNI void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
   // Blocks of 16 groups' scales (c for one activation row). Tiles of more rows keep
   // them in memory, where vpermps reads its table, and their registers for the totals.
   __m512 block_registers[NR];
-  alignas(64) float block_memory[MR > 1 ? NR : 1][16];
+  alignas(64) float block_memory[NR][16];
   for (Index k = 0, cols = a.cols(); k < cols; k += 64) {
     const Index g = k / 32;
     if (g % 16 == 0) {
@@ -278,8 +278,10 @@ ORDO_VNNI void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
     ORDO_UNROLL
     for (int j = 0; j < NR; ++j) {
       n[j] = unpack_int4_pair_order(rows[j] + k / 2, upper_by_4);
-      weight_scales[j] =
-          _mm512_permutexvar_ps(pick, MR == 1 ? block_registers[j] : _mm512_load_ps(block_memory[MR > 1 ? j : 0]));
+      if constexpr (MR == 1)
+        weight_scales[j] = _mm512_permutexvar_ps(pick, block_registers[j]);
+      else
+        weight_scales[j] = _mm512_permutexvar_ps(pick, _mm512_load_ps(block_memory[j]));
     }
     ORDO_UNROLL
     for (int i = 0; i < MR; ++i) {
