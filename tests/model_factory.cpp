@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <system_error>
 
 #include "models/config.h"
 #include "models/tensor_names.h"
@@ -26,14 +28,32 @@ nlohmann::json tiny_config() {
           {"decoder_start_token_id", 0}};
 }
 
-std::filesystem::path temp_dir(const std::string& tag) {
+TempDirs::~TempDirs() {
+  // Only the process that made them: a forked child that exits normally must not take
+  // its parent's directories with it.
+  if (::getpid() != owner_) return;
+  for (const std::filesystem::path& dir : made_) {
+    std::error_code ignored;  // a test may have removed its own already
+    std::filesystem::remove_all(dir, ignored);
+  }
+}
+
+std::filesystem::path TempDirs::make(const std::string& tag) {
   static std::atomic<int> counter{0};
   const auto dir = std::filesystem::temp_directory_path() /
                    ("ordo_test_" + tag + "_" + std::to_string(::getpid()) + "_" +
                     std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  const std::lock_guard lock(mutex_);
+  made_.push_back(dir);
   return dir;
+}
+
+std::filesystem::path temp_dir(const std::string& tag) {
+  // Destroyed when the test process exits, after every test in it has run.
+  static TempDirs dirs;
+  return dirs.make(tag);
 }
 
 void write_random_model(const std::filesystem::path& dir, const nlohmann::json& config,
