@@ -16,8 +16,6 @@ namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
-std::string shape_of(ConstMatrixRef m) { return to_string(Shape{m.rows(), m.cols()}); }
-
 // Query row i sits at step first_query_step + i and may see keys up to that step.
 void apply_causal_mask(Index first_query_step, MatrixRef scores) {
   for (Index i = 0; i < scores.rows(); ++i) {

@@ -19,11 +19,9 @@ float dot_portable(const float* w, const float* x, Index n) {
   return sum;
 }
 
-void store(float* y, float value, float alpha, float beta) { *y = alpha * value + (beta == 0.0f ? 0.0f : beta * *y); }
-
 void matvec_portable(const float* w, Index rows, Index cols, Index stride, const float* x, float* y, float alpha,
                      float beta) {
-  for (Index r = 0; r < rows; ++r) store(y + r, dot_portable(w + r * stride, x, cols), alpha, beta);
+  for (Index r = 0; r < rows; ++r) store_scaled(y + r, dot_portable(w + r * stride, x, cols), alpha, beta);
 }
 
 #if defined(__x86_64__)
@@ -58,7 +56,7 @@ __attribute__((target("avx2,fma"))) void matvec_avx2(const float* w, Index rows,
     // The tail with explicit FMAs (what the compiler made of it anyway): the stored-format
     // kernels (engine/quantized_matvec.cpp) must give these very sums.
     for (; k < cols; ++k) sum = std::fma(row[k], x[k], sum);
-    store(y + r, sum, alpha, beta);
+    store_scaled(y + r, sum, alpha, beta);
   }
 }
 
@@ -142,7 +140,7 @@ __attribute__((target("avx2,fma"))) void edge_tile(const float* x, Index xn, Ind
   float out[MX][MW];
   tile_avx2<MX, MW>(xs, ws, cols, ahead.begin, ahead.end, out);
   for (int i = 0; i < MX; ++i)
-    for (int j = 0; j < MW; ++j) store(y + i * y_stride + j, out[i][j], alpha, beta);
+    for (int j = 0; j < MW; ++j) store_scaled(y + i * y_stride + j, out[i][j], alpha, beta);
 }
 
 // Every tile of y: a block of MW rows of w stays in cache while all rows of x meet it,
@@ -193,7 +191,7 @@ __attribute__((target("avx2,fma"))) void small_gemm_avx2(const float* x, Index m
 // head's 64 values are two blocks), then 8, then one at a time.
 __attribute__((target("avx2,fma"))) void vecmat_avx2(const float* x, const float* w, Index rows, Index cols,
                                                      Index stride, float* y, float alpha, float beta) {
-  const auto finish = [&](Index c, float sum) { store(y + c, sum, alpha, beta); };
+  const auto finish = [&](Index c, float sum) { store_scaled(y + c, sum, alpha, beta); };
   Index c = 0;
   for (; c + 32 <= cols; c += 32) {
     __m256 a = _mm256_setzero_ps(), b = a, d = a, e = a;

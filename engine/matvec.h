@@ -11,6 +11,12 @@
 
 namespace ordo::kernels {
 
+// *y = alpha * value + beta * *y, BLAS's convention for every kernel's output: beta == 0
+// writes y without reading it (y may be uninitialized, or hold a NaN).
+inline void store_scaled(float* y, float value, float alpha, float beta) {
+  *y = alpha * value + (beta == 0.0f ? 0.0f : beta * *y);
+}
+
 // y[r] = alpha * dot(w[r, 0..cols), x) + beta * y[r] for r in [0, rows); row r of w
 // starts at w + r * stride. beta == 0 writes y without reading it.
 void matvec(const float* w, Index rows, Index cols, Index stride, const float* x, float* y, float alpha, float beta);

@@ -13,7 +13,7 @@ namespace ordo {
 
 namespace {
 
-std::string shape_of(ConstMatrixRef m) { return to_string(Shape{m.rows(), m.cols()}); }
+using ordo::shape_of;  // of a matrix (engine/tensor.h); the other operands below
 std::string shape_of(const TensorView& t) { return to_string(t.shape()); }
 std::string shape_of(const WeightMatrix& w) {
   return w.is_float32() ? shape_of(w.float32_tensor()) : to_string(Shape{w.rows(), w.cols()});

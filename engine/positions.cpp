@@ -11,7 +11,6 @@ namespace ordo {
 
 namespace {
 
-std::string shape_of(ConstMatrixRef m) { return to_string(Shape{m.rows(), m.cols()}); }
 std::string str(Index n) { return std::to_string(n); }
 
 // Calls emit(index, value) for every entry of the sinusoidal vector of `position`:

@@ -20,9 +20,7 @@ namespace ordo::kernels {
 
 namespace {
 
-void store(float* y, float value, float alpha, float beta) { *y = alpha * value + (beta == 0.0f ? 0.0f : beta * *y); }
-
-// Where the kernels that compute all rows' dots first put them before store(): y itself
+// Where the kernels that compute all rows' dots first put them before store_scaled(): y itself
 // when beta does not read it, else a per-thread buffer (grown once to the widest).
 float* dots_buffer(const WeightMatrix& w, float* y, float beta) {
   if (beta == 0.0f) return y;
@@ -261,16 +259,16 @@ void matvec_on(KernelPath path, const WeightMatrix& w, const float* x, float* y,
     activations.quantize_on(path, ConstMatrixRef(x, 1, w.cols()), w.group());
     float* dots = dots_buffer(w, y, beta);
     integer_product_on(path, activations, w, 0, w.rows(), dots, w.rows());
-    for (Index r = 0; r < w.rows(); ++r) store(y + r, dots[r], alpha, beta);
+    for (Index r = 0; r < w.rows(); ++r) store_scaled(y + r, dots[r], alpha, beta);
     return;
   }
 #if defined(__x86_64__)
   if (path >= KernelPath::Avx2) {
-    for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_half_avx2(w, r, x), alpha, beta);
+    for (Index r = 0; r < w.rows(); ++r) store_scaled(y + r, dot_half_avx2(w, r, x), alpha, beta);
     return;
   }
 #endif
-  for (Index r = 0; r < w.rows(); ++r) store(y + r, dot_half_portable(w, r, x), alpha, beta);
+  for (Index r = 0; r < w.rows(); ++r) store_scaled(y + r, dot_half_portable(w, r, x), alpha, beta);
 }
 
 void dequantize(const WeightMatrix& w, Index first, Index count, float* out, Index out_stride) {

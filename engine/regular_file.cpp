@@ -88,4 +88,9 @@ std::string read_regular_file(const std::filesystem::path& path, std::uint64_t m
   return RegularFile::open(path).read_all(max_bytes, what);
 }
 
+bool exists_quietly(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::exists(path, error);
+}
+
 }  // namespace ordo

@@ -42,4 +42,9 @@ class RegularFile {
 // RegularFile::open(path).read_all(max_bytes, what).
 std::string read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, const std::string& what);
 
+// Whether `path` exists, for the files a model directory may hold: an error (a parent
+// that cannot be searched) reads as absent instead of throwing, and a file that is there
+// but cannot be read is named by the open that follows.
+bool exists_quietly(const std::filesystem::path& path);
+
 }  // namespace ordo

@@ -11,6 +11,8 @@ std::string to_string(const Shape& shape) {
   return text + "]";
 }
 
+std::string shape_of(ConstMatrixRef m) { return to_string(Shape{m.rows(), m.cols()}); }
+
 Index element_count(const Shape& shape) {
   Index count = 1;
   for (Index d : shape) count *= d;

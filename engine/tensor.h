@@ -83,6 +83,9 @@ class MatrixSpan {
 using MatrixRef = MatrixSpan<float>;
 using ConstMatrixRef = MatrixSpan<const float>;
 
+// "[rows, cols]", for error messages.
+std::string shape_of(ConstMatrixRef m);
+
 // An owned, contiguous [rows, cols] float32 matrix.
 class Matrix {
  public:

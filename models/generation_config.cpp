@@ -4,6 +4,7 @@
 
 #include "engine/regular_file.h"
 #include "models/config_reader.h"
+#include "models/json_file.h"
 #include "models/json_message.h"
 
 namespace ordo {
@@ -11,24 +12,6 @@ namespace ordo {
 using namespace config_reader;
 
 namespace {
-
-bool exists_quietly(const std::filesystem::path& path) {
-  std::error_code error;
-  return std::filesystem::exists(path, error);
-}
-
-nlohmann::json read_object(const std::filesystem::path& path) {
-  constexpr std::uint64_t kMaxBytes = 16u << 20;  // a few hundred bytes in practice
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(read_regular_file(path, kMaxBytes, "a generation_config.json"),
-                                 json_depth_limit(path.string()));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
-  }
-  if (!json.is_object()) throw Error(path.string(), "expected a JSON object at the top level");
-  return json;
-}
 
 // A value that may be null (transformers writes null for an unset key).
 const json* set(const KeyReader& keys, const char* key) {
@@ -55,7 +38,8 @@ GenerationConfig read_generation_config(const std::filesystem::path& directory, 
     path = directory / "config.json";
   }
   g.source = path.string();
-  const json object = read_object(path);
+  constexpr std::uint64_t kMaxBytes = 16u << 20;  // a few hundred bytes in practice
+  const json object = read_json_object(path, kMaxBytes, "a generation_config.json");
   const KeyReader keys(object, g.source);
   const Index vocab = config.decoder_vocab_size;
   const auto note = [&](const char* key) { g.applied[key] = object.at(key); };

@@ -10,6 +10,7 @@
 #include "engine/kernel_path.h"
 #include "engine/printable.h"
 #include "engine/regular_file.h"
+#include "models/json_file.h"
 #include "models/json_message.h"
 #include "models/build_transformer.h"
 #include "models/t5_tokenizer.h"
@@ -26,11 +27,6 @@ bool is_directory_quietly(const fs::path& path) {
   std::error_code error;
   return fs::is_directory(path, error);
 }
-bool exists_quietly(const fs::path& path) {
-  std::error_code error;
-  return fs::exists(path, error);
-}
-
 std::shared_ptr<const Tokenizer> load_tokenizer(const fs::path& path, Index model_vocab,
                                                 const char* vocab_key) {
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::load(path));
@@ -52,14 +48,7 @@ bool marian_separate_vocabs(const fs::path& directory) {
   const fs::path path = directory / "tokenizer_config.json";
   if (!exists_quietly(path)) return false;
   constexpr std::uint64_t kMaxBytes = 16u << 20;
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(read_regular_file(path, kMaxBytes, "a tokenizer_config.json"),
-                                 json_depth_limit(path.string()));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
-  }
-  if (!json.is_object()) throw Error(path.string(), "expected a JSON object at the top level");
+  const nlohmann::json json = read_json_object(path, kMaxBytes, "a tokenizer_config.json");
   const auto found = json.find("separate_vocabs");
   if (found == json.end() || found->is_null()) return false;
   if (!found->is_boolean())

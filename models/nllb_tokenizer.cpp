@@ -8,6 +8,7 @@
 #include "engine/error.h"
 #include "engine/printable.h"
 #include "engine/regular_file.h"
+#include "models/json_file.h"
 #include "models/json_message.h"
 
 namespace ordo {
@@ -24,23 +25,11 @@ constexpr const char* kFairseqSpecials[] = {"<s>", "<pad>", "</s>", "<unk>"};
 constexpr int kFairseqOffset = 1;
 constexpr int kUnknownId = 3;
 
-bool exists_quietly(const fs::path& path) {
-  std::error_code error;
-  return fs::exists(path, error);
-}
-
 // A JSON object from a small file, or null when the file is absent.
 json read_object(const fs::path& path) {
   if (!exists_quietly(path)) return nullptr;
   constexpr std::uint64_t kMaxBytes = 64u << 20;  // a tokenizer_config.json with 256k added tokens stays far below
-  json value;
-  try {
-    value = json::parse(read_regular_file(path, kMaxBytes, "a JSON file"), json_depth_limit(path.string()));
-  } catch (const json::exception& e) {
-    throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
-  }
-  if (!value.is_object()) throw Error(path.string(), "expected a JSON object at the top level");
-  return value;
+  return read_json_object(path, kMaxBytes, "a JSON file");
 }
 
 const json* key_of(const json& object, const char* key) {

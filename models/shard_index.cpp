@@ -20,11 +20,6 @@ namespace {
 // An index lists a few thousand names at most; anything far larger is not an index.
 constexpr std::uint64_t kMaxIndexBytes = 64u << 20;
 
-bool exists_quietly(const fs::path& path) {
-  std::error_code error;
-  return fs::exists(path, error);
-}
-
 nlohmann::json read_index(const fs::path& path) {
   const std::string text = read_regular_file(path, kMaxIndexBytes, "a shard index");
   try {

@@ -7,6 +7,7 @@
 #include "engine/error.h"
 #include "engine/regular_file.h"
 #include "models/config_reader.h"
+#include "models/json_file.h"
 #include "models/json_message.h"
 
 namespace ordo {
@@ -15,11 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool exists_quietly(const fs::path& path) {
-  std::error_code error;
-  return fs::exists(path, error);
-}
-
 constexpr int kDefaultExtraIds = 100;  // T5Tokenizer's
 
 // tokenizer_config.json's extra_ids, as T5Tokenizer reads it.
@@ -27,14 +23,7 @@ int extra_ids(const fs::path& directory) {
   const fs::path path = directory / "tokenizer_config.json";
   if (!exists_quietly(path)) return kDefaultExtraIds;
   constexpr std::uint64_t kMaxBytes = 16u << 20;
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(read_regular_file(path, kMaxBytes, "a tokenizer_config.json"),
-                                 json_depth_limit(path.string()));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string(), "not valid JSON: " + json_message(e.what()));
-  }
-  if (!json.is_object()) throw Error(path.string(), "expected a JSON object at the top level");
+  const nlohmann::json json = read_json_object(path, kMaxBytes, "a tokenizer_config.json");
   const auto found = json.find("extra_ids");
   if (found == json.end() || found->is_null()) return kDefaultExtraIds;
   if (!found->is_number_integer() || found->get<std::int64_t>() < 0 ||

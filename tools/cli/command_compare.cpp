@@ -176,7 +176,7 @@ std::string join(const nlohmann::json& tokens) {
 // A translation as a table cell: a generated control character escaped, so the row stays one line.
 std::string shown(const nlohmann::json& translation) { return escape_control_characters(translation.get<std::string>()); }
 
-void print_table(const std::vector<nlohmann::json>& rows) {
+void print_comparison_table(const std::vector<nlohmann::json>& rows) {
   std::size_t name_w = 5, a_w = 13, b_w = 13;
   for (const auto& r : rows) {
     name_w = std::max(name_w, r["model"].get<std::string>().size());
@@ -224,7 +224,7 @@ void run_compare(const CompareOptions& options, bool all_shipped) {
   }
   if (!options.plot.empty()) plot(options.plot, std::move(panels));
   if (!options.common.json) {
-    print_table(rows);
+    print_comparison_table(rows);
     if (!options.plot.empty()) std::cout << "\nwrote " << options.plot << ": each model's token-by-token similarity\n";
   }
 }

@@ -52,7 +52,7 @@ nlohmann::json describe(const Model& model) {
           {"tokenizer", tokenizer}};
 }
 
-void print_table(const nlohmann::json& d) {
+void print_description(const nlohmann::json& d) {
   const auto& a = d["architecture"];
   std::cout << "model directory: " << d["directory"].get<std::string>() << "\n"
             << "family: " << a["family"].get<std::string>() << " (" << a["kind"].get<std::string>() << ")\n"
@@ -103,7 +103,7 @@ void run_inspect(const InspectOptions& options) {
   if (options.common.json)
     print_json_line(description);
   else
-    print_table(description);
+    print_description(description);
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ nlohmann::json describe(const std::string& name, const fs::path& directory) {
           {"default_for", defaults}};
 }
 
-void print_table(const std::vector<nlohmann::json>& rows) {
+void print_model_table(const std::vector<nlohmann::json>& rows) {
   std::size_t name_w = 4;
   for (const auto& r : rows) name_w = std::max(name_w, r["name"].get<std::string>().size());
   std::cout << std::left << std::setw(static_cast<int>(name_w)) << "name" << "  " << std::setw(6) << "family"
@@ -60,7 +60,7 @@ void run_models(bool json) {
   }
   if (!json) {
     std::cout << "shipped models in " << directory.string() << " (give a name to --model):\n\n";
-    print_table(rows);
+    print_model_table(rows);
   }
 }
 
