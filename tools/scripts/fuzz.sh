@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of untrusted input: builds the libFuzzer targets of tests/fuzz
 # with clang (ASan + UBSan) in build-fuzz and runs each for SECONDS from its committed
-# seed corpus (tests/fuzz/corpus/<target>). Fails on any finding: a crash, a sanitizer
-# report, a leak, an exception other than ordo::Error, an input slower than 25 s or one
-# that needs more than 2 GB. Prints each target's executions (libFuzzer's final stats).
+# seed corpus (tests/fuzz/corpus/<target>), as many at once as there are cores. Fails
+# on any finding: a crash, a sanitizer report, a leak, an exception other than
+# ordo::Error, an input slower than 25 s or one that needs more than 2 GB. Prints each target's executions (libFuzzer's final stats).
 #   tools/scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
 # New inputs go to build-fuzz/corpus/<target> (kept between runs, never committed);
 # a finding is saved as build-fuzz/findings/<target>-crash-... with the log beside it.
@@ -35,15 +35,13 @@ mkdir -p "$build/findings"
 # UBSan stops at its first report (the build has -fno-sanitize-recover) with a stack.
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1"
-failed=()
-summary=()
-for target in "${targets[@]}"; do
-  corpus="$build/corpus/$target"
-  log="$build/findings/$target.log"
+# fuzz_one TARGET: runs one target and writes its line of the summary to
+# $build/findings/TARGET.summary, prefixed "ok" or "FINDING".
+fuzz_one() {
+  local target="$1"
+  local corpus="$build/corpus/$target" log="$build/findings/$target.log"
+  local status=0 note="" runs speed timeout_input
   mkdir -p "$corpus"
-  echo "== fuzz_$target: ${seconds} s" >&2
-  status=0
-  note=""
   # The first corpus directory receives new inputs; the committed seeds are only read.
   "$build/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$build/findings/$target-" \
@@ -63,12 +61,30 @@ for target in "${targets[@]}"; do
     note="  (cut short by a stall)"
   fi
   if [[ $status -ne 0 ]]; then
-    failed+=("$target")
     grep -E "ERROR|SUMMARY|runtime error|Test unit written|==[0-9]+==" "$log" | head -20 >&2 || true
-    summary+=("$(printf '%-12s FINDING (exit %d), see %s' "$target" "$status" "$log")")
+    printf 'FINDING %-12s FINDING (exit %d), see %s\n' "$target" "$status" "$log"
   else
-    summary+=("$(printf '%-12s %12s executions  %8s/s%s' "$target" "${runs:-?}" "${speed:-?}" "$note")")
-  fi
+    printf 'ok %-12s %12s executions  %8s/s%s\n' "$target" "${runs:-?}" "${speed:-?}" "$note"
+  fi >"$build/findings/$target.summary"
+}
+
+# One target a core at a time (a fuzzer runs on one thread): on CI's two cores the
+# eight targets take four rounds of SECONDS instead of eight, each as many executions.
+parallel=$(nproc)
+for target in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
+  echo "== fuzz_$target: ${seconds} s" >&2
+  rm -f "$build/findings/$target.summary"
+  fuzz_one "$target" &
+done
+wait
+
+failed=()
+summary=()
+for target in "${targets[@]}"; do
+  line=$(cat "$build/findings/$target.summary" 2>/dev/null || echo "FINDING $target: the fuzzer's run ended without a summary")
+  [[ "$line" == ok* ]] || failed+=("$target")
+  summary+=("${line#* }")
 done
 
 echo "fuzz: ${seconds} s per target"
