@@ -386,8 +386,8 @@ nlohmann::json mixed_width_config() {
 
 // A model with widths int4 cannot pack beside ones it can: ordo quantize --type int4
 // writes int8 with a scale per row for the first and int4 for the rest, the directory
-// runs exactly as --compute-type int4 converts the original (bit for bit, as printed),
-// and quantize and inspect count the fallbacks. german-llama (its feed-forward's output
+// runs exactly as --compute-type int4 (with the same --group-size) converts the original
+// (bit for bit, as printed), and quantize and inspect count the fallbacks. german-llama (its feed-forward's output
 // projection is 344 wide: 3 of its 22 matrices) and a random model in groups of 32 and
 // of 64 (where 96, a multiple of 32, falls back too).
 TEST(Quantized, AMixedInt4DirectoryRunsAsTheComputeTypeDoes) {
@@ -405,7 +405,7 @@ TEST(Quantized, AMixedInt4DirectoryRunsAsTheComputeTypeDoes) {
       {kWeights / "german-llama", 32,
        {"generate --json --beam 3 'Der Hund'", "score --json --target 'Die Katze schläft.'"}, 3},
       {random, 32, {"score --json" + ids, "translate --json --beam 2 --source-ids 3,4,5,6,1"}, 2},
-      {random, 64, {}, 4},  // the commands take no group size: compared through the library below
+      {random, 64, {"score --json" + ids, "translate --json --beam 2 --source-ids 3,4,5,6,1"}, 4},
   };
   for (const Mixed& c : cases) {
     const std::string group = std::to_string(c.group);
@@ -432,7 +432,8 @@ TEST(Quantized, AMixedInt4DirectoryRunsAsTheComputeTypeDoes) {
     for (const std::string& command : c.runs) {
       SCOPED_TRACE(command);
       const auto stored = run_ordo(command + " --model " + shell_quote(out.string()));
-      const auto converted = run_ordo(command + " --model " + shell_quote(c.model.string()) + " --compute-type int4");
+      const auto converted = run_ordo(command + " --model " + shell_quote(c.model.string()) +
+                                      " --compute-type int4 --group-size " + group);
       ASSERT_EQ(stored.exit_code, 0) << stored.err;
       ASSERT_EQ(converted.exit_code, 0) << converted.err;
       EXPECT_EQ(stored.out, converted.out);
@@ -460,7 +461,7 @@ TEST(Quantized, AMixedInt4DirectoryRunsAsTheComputeTypeDoes) {
     const std::string formats = "int4 (groups of " + group + "): " + std::to_string(matrices - c.fallbacks) +
                                 " matrices and int8 (a scale per row): " + std::to_string(c.fallbacks) + " matrices";
     std::vector<std::string> inspected{" --model " + shell_quote(out.string())};
-    if (c.group == 32) inspected.push_back(" --compute-type int4 --model " + shell_quote(c.model.string()));
+    inspected.push_back(" --compute-type int4 --group-size " + group + " --model " + shell_quote(c.model.string()));
     for (const std::string& flags : inspected) {
       const auto inspect = run_ordo("inspect --json" + flags);
       ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
@@ -482,12 +483,21 @@ TEST(Quantized, QuantizeRefusesToWriteOverFilesAndBadOptions) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = run_ordo("quantize --model " + model + " --out " + shell_quote((dir / "x").string()) + " --type f16 --group-size 32");
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("group_size"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.rfind("ordo: --group-size: is set for f16, which has no scales", 0), 0u) << r.err;
   r = run_ordo("quantize --model " + model + " --out " + shell_quote((dir / "x").string()) + " --type int4 --group-size 48");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("multiple of 32"), std::string::npos) << r.err;
   r = run_ordo("translate --compute-type int3 --model " + model + " 'cats'");
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  // --group-size beside --compute-type: a usage error naming the flag, for a type
+  // without groups or a size the type cannot take.
+  r = run_ordo("translate --group-size 64 --model " + model + " 'cats'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("ordo: --group-size: ", 0), 0u) << r.err;
+  r = run_ordo("translate --compute-type int4 --group-size 48 --model " + model + " 'cats'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("ordo: --group-size: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("multiple of 32"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "x"));
   fs::remove_all(dir);
 }

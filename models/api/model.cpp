@@ -25,7 +25,7 @@ std::optional<Quantization> detail::compute_type_of(const LoadOptions& options) 
   switch (options.compute_type) {
     case ComputeType::Auto:
       if (options.group_size != -1)
-        throw OptionError("group_size", "is set, but compute_type is auto: a group size needs int8 or int4");
+        throw OptionError("group_size", "is set for auto (the weights as stored): a group size needs int8 or int4");
       return std::nullopt;
     case ComputeType::F32: format = WeightFormat::F32; break;
     case ComputeType::F16: format = WeightFormat::F16; break;
@@ -36,8 +36,8 @@ std::optional<Quantization> detail::compute_type_of(const LoadOptions& options) 
   Quantization q{format, default_group_size(format)};
   if (options.group_size != -1) {
     if (!q.enabled())
-      throw OptionError("group_size", "is set, but compute_type " + std::string(compute_type_name(options.compute_type)) +
-                                          " has no scales: a group size needs int8 or int4");
+      throw OptionError("group_size", "is set for " + std::string(compute_type_name(options.compute_type)) +
+                                          ", which has no scales: a group size needs int8 or int4");
     if (options.group_size < 0 || (format == WeightFormat::Int4 && (options.group_size == 0 || options.group_size % kInt4Run != 0)))
       throw OptionError("group_size", std::to_string(options.group_size) + " is not a group size for " +
                                           std::string(weight_format_name(format)) +

@@ -53,7 +53,7 @@ Model timed_loads(const fs::path& dir, const BenchOptions& options, std::vector<
   for (int i = 0; i < options.runs(); ++i) {
     model.reset();  // one model at a time: the peak RSS is one model's
     const auto start = Clock::now();
-    model = Model::load(dir, load_options(options.rope_scaling, options.compute_type),
+    model = Model::load(dir, load_options(options.rope_scaling, options.compute_type, options.group_size),
                         i == 0 ? Model::WarningHandler() : [](const std::string&) {});
     if (i >= options.warmup) load_s.push_back(seconds_since(start));
   }
@@ -152,7 +152,7 @@ void setup_bench(CLI::App& app) {
                     ->transform(shipped_model_transform())
                     ->type_name("DIR");
   add_rope_scaling_option(*command, options->rope_scaling);
-  add_compute_type_option(*command, options->compute_type);
+  add_compute_type_options(*command, options->compute_type, options->group_size);
   auto* shape = command->add_option("--shape", options->shape, shape_help())
                     ->check(CLI::Validator(
                         [](const std::string& s) {

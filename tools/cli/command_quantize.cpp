@@ -62,6 +62,7 @@ void setup_quantize(CLI::App& app) {
   command->remove_option(command->get_option("--threads"));  // one pass over the tensors, no product
   command->remove_option(command->get_option("--rope-scaling"));
   command->remove_option(command->get_option("--compute-type"));
+  command->remove_option(command->get_option("--group-size"));  // its own below: of the type written
   command->add_option("--out", options->out, "The directory to write (new, or empty)")->required()->type_name("DIR");
   command->add_option("--type", options->type, "The format of the weight matrices")
       ->required()

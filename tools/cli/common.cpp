@@ -56,7 +56,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->capture_default_str();
   command.add_flag("--json", options.json, "Machine-readable output: one JSON object per line");
   add_rope_scaling_option(command, options.rope_scaling);
-  add_compute_type_option(command, options.compute_type);
+  add_compute_type_options(command, options.compute_type, options.group_size);
 }
 
 namespace {
@@ -89,21 +89,31 @@ void add_rope_scaling_option(CLI::App& command, std::string& value) {
           "TYPE:FACTOR"));
 }
 
-void add_compute_type_option(CLI::App& command, std::string& value) {
+void add_compute_type_options(CLI::App& command, std::string& compute_type, int& group_size) {
   flag_of_field()["compute_type"] = "--compute-type";
+  flag_of_field()["group_size"] = "--group-size";
   command
-      .add_option("--compute-type", value,
+      .add_option("--compute-type", compute_type,
                   "What the weight matrices run as: auto (as the files store them), f32, f16, bf16, int8 or int4 "
                   "(converted at load, exactly as ordo quantize --type writes them)")
       ->type_name("TYPE")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16", "int8", "int4"}));
+  // Checked against the type by Model::load, which names the flag (flag_of_field).
+  command
+      .add_option("--group-size", group_size,
+                  "With --compute-type int8 or int4: weights per scale, as ordo quantize --group-size takes it "
+                  "(int8: 0, a scale per row, the default, or a size dividing the rows; int4: a multiple of 32, "
+                  "default 32)")
+      ->type_name("G")
+      ->check(CLI::Range(0, 1 << 24));
 }
 
-LoadOptions load_options(const std::string& rope_scaling, const std::string& compute_type) {
+LoadOptions load_options(const std::string& rope_scaling, const std::string& compute_type, int group_size) {
   LoadOptions options;
   if (!rope_scaling.empty()) options.rope_scaling = RopeScalingOverride::parse(rope_scaling);
   options.compute_type = parse_compute_type(compute_type);
+  options.group_size = group_size;
   return options;
 }
 
@@ -245,7 +255,7 @@ Model load_model(const CommonOptions& options, const Model::WarningHandler& warn
   // No --model and no default found: the lookup's own error says where it looked (an
   // explicit --model '' is Model::load's "the path is empty").
   if (options.model_dir.empty() && !options.default_found) default_model_directory();
-  return Model::load(options.model_dir, load_options(options.rope_scaling, options.compute_type), warn);
+  return Model::load(options.model_dir, load_options(options.rope_scaling, options.compute_type, options.group_size), warn);
 }
 
 void quiet(const std::string&) {}

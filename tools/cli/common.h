@@ -25,6 +25,7 @@ struct CommonOptions {
   bool json = false;
   std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
   std::string compute_type = "auto";  // --compute-type
+  int group_size = -1;                 // --group-size; -1: the compute type's default
 };
 
 // --model's lookup: a value that is not a directory but names a shipped model
@@ -32,18 +33,20 @@ struct CommonOptions {
 // else is left for load_model to report (find_model_directory lists the names).
 CLI::Validator shipped_model_transform();
 
-// Adds --model, --threads, --json, --rope-scaling and --compute-type to a command.
+// Adds --model, --threads, --json, --rope-scaling, --compute-type and --group-size to a command.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
 // Adds --rope-scaling TYPE:FACTOR, bound to `value` (checked as it is parsed: a bad one is
 // a usage error naming the flag).
 void add_rope_scaling_option(CLI::App& command, std::string& value);
 
-// Adds --compute-type auto|f32|f16|bf16|int8|int4, bound to `value`.
-void add_compute_type_option(CLI::App& command, std::string& value);
+// Adds --compute-type auto|f32|f16|bf16|int8|int4 and --group-size G, bound to
+// `compute_type` and `group_size`.
+void add_compute_type_options(CLI::App& command, std::string& compute_type, int& group_size);
 
-// LoadOptions with --rope-scaling's value (none when it is empty) and --compute-type's.
-LoadOptions load_options(const std::string& rope_scaling, const std::string& compute_type);
+// LoadOptions with --rope-scaling's value (none when it is empty), --compute-type's and
+// --group-size's (-1: the type's default).
+LoadOptions load_options(const std::string& rope_scaling, const std::string& compute_type, int group_size);
 
 // Adds the decoding flags (--beam, --n-best, --length-penalty, --max-length,
 // --min-length, --no-repeat-ngram-size, --repetition-penalty, --sample, --temperature,

@@ -12,6 +12,7 @@ struct BenchOptions {
   std::string model_dir;
   std::string rope_scaling;  // --rope-scaling TYPE:FACTOR; empty: the config's
   std::string compute_type = "auto";  // --compute-type
+  int group_size = -1;                 // --group-size; -1: the compute type's default
   std::string shape;
   int batch = 1;
   int src_len = 32;

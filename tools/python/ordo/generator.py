@@ -16,13 +16,13 @@ class Generator:
 
     model_dir: a model directory, a shipped model's name, or None for the default
         language model ($ORDO_MODEL, else the shipped "german-llama").
-    threads, compute_type: as ordo.Translator takes them.
+    threads, compute_type, group_size: as ordo.Translator takes them.
 
     Calls release the GIL while they compute; Ctrl-C stops one within a decoder step.
     """
 
-    def __init__(self, model_dir=None, threads=0, compute_type="auto"):
-        self._impl = _ordo.Generator(model_dir, threads, compute_type)
+    def __init__(self, model_dir=None, threads=0, compute_type="auto", group_size=None):
+        self._impl = _ordo.Generator(model_dir, threads, compute_type, group_size)
 
     @property
     def model_dir(self):

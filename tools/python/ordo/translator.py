@@ -17,8 +17,13 @@ class Translator:
         the default model ($ORDO_MODEL, else the shipped "sinusoidal").
     threads: ordo's compute threads, for the whole process; 0 keeps the current number
         (every core until set).
-    compute_type: "auto", "default" or "float32": ordo computes in float32 (F16 and BF16
-        weights are converted at load); anything else raises ordo.OptionError.
+    compute_type: what the weight matrices run as, as `ordo translate --compute-type`
+        takes it: "auto" (as the files store them), "f32", "f16", "bf16", "int8" or
+        "int4", converted at load exactly as `ordo quantize --type` writes them
+        (CTranslate2's "default", "float32", "float16" and "bfloat16" name the same
+        types); anything else raises ordo.OptionError.
+    group_size: weights per scale for "int8" (0: a scale per row, the default) and
+        "int4" (a multiple of 32, default 32); None: the type's default.
 
     Calls release the GIL while they compute: several Python threads may share one
     Translator, and each gets what it would get alone. Ctrl-C (KeyboardInterrupt)
@@ -26,8 +31,8 @@ class Translator:
     ordo.Error when the model cannot be loaded or is decoder-only (use ordo.Generator).
     """
 
-    def __init__(self, model_dir=None, threads=0, compute_type="auto"):
-        self._impl = _ordo.Translator(model_dir, threads, compute_type)
+    def __init__(self, model_dir=None, threads=0, compute_type="auto", group_size=None):
+        self._impl = _ordo.Translator(model_dir, threads, compute_type, group_size)
 
     @property
     def model_dir(self):

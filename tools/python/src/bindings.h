@@ -6,6 +6,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
 
 #include "ordo/ordo.hpp"
@@ -22,16 +23,18 @@ void bind_generator(py::module_& m);   // generator.cpp: Generator
 
 // The model a Translator or Generator is given: a directory or a shipped model's name,
 // or None for the default (the translation model, or the language model when
-// `language_model`). Load-time warnings become Python UserWarnings. Throws ordo::Error.
-Model load_model(const py::object& model_dir, bool language_model);
+// `language_model`), loaded with `options`. Load-time warnings become Python
+// UserWarnings. Throws ordo::Error, ordo::OptionError for options the model cannot take.
+Model load_model(const py::object& model_dir, bool language_model, const LoadOptions& options = {});
 
 // The model's tokenizer as a Python ordo.Tokenizer (models.cpp).
 py::object tokenizer_of(const Model& model);
 
-// Applies the constructor keywords every model class shares: `threads` (ordo's compute
-// threads, process-wide; 0 keeps them) and `compute_type` (ordo computes in float32:
-// "auto", "default" and "float32" are accepted). Throws ordo::OptionError naming the keyword.
-void apply_compute_keywords(int threads, const std::string& compute_type);
+// The constructor keywords every model class shares: `threads` (ordo's compute threads,
+// process-wide; 0 keeps them) is applied; `compute_type` (what `--compute-type` takes,
+// or CTranslate2's spelling of the same type) and `group_size` (None: the type's
+// default) become the LoadOptions returned. Throws ordo::OptionError naming the keyword.
+LoadOptions compute_keywords(int threads, const std::string& compute_type, const std::optional<int>& group_size);
 
 // Raises ordo.OptionError on the Python side: what the translator in errors.cpp makes of
 // an ordo::OptionError whose field is already the Python keyword.

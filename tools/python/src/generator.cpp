@@ -19,8 +19,9 @@ namespace {
 
 class GeneratorBinding {
  public:
-  GeneratorBinding(const py::object& model_dir, int threads, const std::string& compute_type)
-      : generator_(load(model_dir, threads, compute_type)) {}
+  GeneratorBinding(const py::object& model_dir, int threads, const std::string& compute_type,
+                    const std::optional<int>& group_size)
+      : generator_(load(model_dir, threads, compute_type, group_size)) {}
 
   std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
                                          const std::vector<std::string>& sources, const py::dict& keywords) const {
@@ -66,9 +67,10 @@ class GeneratorBinding {
   bool decoder_only() const { return generator_.model().is_decoder_only(); }
 
  private:
-  static Generator load(const py::object& model_dir, int threads, const std::string& compute_type) {
-    apply_compute_keywords(threads, compute_type);
-    return Generator(load_model(model_dir, true));
+  static Generator load(const py::object& model_dir, int threads, const std::string& compute_type,
+                        const std::optional<int>& group_size) {
+    const LoadOptions options = compute_keywords(threads, compute_type, group_size);
+    return Generator(load_model(model_dir, true, options));
   }
 
   Generator with(const py::dict& keywords, const py::object& also = py::none()) const {
@@ -85,8 +87,8 @@ class GeneratorBinding {
 void bind_generator(py::module_& m) {
   py::class_<GeneratorBinding>(m, "Generator",
                                "The compiled generator behind ordo.Generator, whose methods document the keywords.")
-      .def(py::init<const py::object&, int, const std::string&>(), py::arg("model_dir"), py::arg("threads"),
-           py::arg("compute_type"))
+      .def(py::init<const py::object&, int, const std::string&, const std::optional<int>&>(), py::arg("model_dir"),
+           py::arg("threads"), py::arg("compute_type"), py::arg("group_size"))
       .def("generate_batch", &GeneratorBinding::generate_batch, py::arg("prompts"), py::arg("sources"),
            py::arg("options"))
       .def("generate_streamed", &GeneratorBinding::generate_streamed, py::arg("prompt"), py::arg("source"),

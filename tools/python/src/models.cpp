@@ -81,26 +81,45 @@ class Tokenizer {
 
 }  // namespace
 
-Model load_model(const py::object& model_dir, bool language_model) {
+Model load_model(const py::object& model_dir, bool language_model, const LoadOptions& options) {
   const Model::WarningHandler warn = [](const std::string& message) {
     if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 2) != 0) throw py::error_already_set();
   };
   if (model_dir.is_none())
-    return language_model ? Model::load(default_language_model_directory(), warn) : Model::load_default(warn);
+    return Model::load(language_model ? default_language_model_directory() : default_model_directory(), options, warn);
   // str or os.PathLike: a directory, or a shipped model's name.
   const std::string given = py::str(py::module_::import("os").attr("fspath")(model_dir));
-  return Model::load(given, warn);
+  return Model::load(given, options, warn);
 }
 
 py::object tokenizer_of(const Model& model) { return py::cast(Tokenizer(model)); }
 
-void apply_compute_keywords(int threads, const std::string& compute_type) {
-  if (compute_type != "auto" && compute_type != "default" && compute_type != "float32")
+LoadOptions compute_keywords(int threads, const std::string& compute_type, const std::optional<int>& group_size) {
+  // CTranslate2's names for the types ordo has, so that code written for its
+  // compute_type keeps working; its mixed types (int8_float16, ...) are not ordo's.
+  constexpr std::pair<const char*, const char*> kCTranslate2Names[] = {
+      {"default", "auto"}, {"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}};
+  std::string name = compute_type;
+  for (const auto& [theirs, ours] : kCTranslate2Names)
+    if (compute_type == theirs) name = ours;
+  LoadOptions options;
+  try {
+    options.compute_type = parse_compute_type(name);
+  } catch (const OptionError&) {
     throw_option_error("compute_type", "'" + compute_type +
-                                           "' is not supported: ordo computes in float32 (F16 and BF16 weights are "
-                                           "converted at load); use 'auto', 'default' or 'float32'");
+                                           "' is not a type ordo computes in: use 'auto' (as the files store the "
+                                           "weights), 'f32', 'f16', 'bf16', 'int8' or 'int4' (or CTranslate2's "
+                                           "'default', 'float32', 'float16', 'bfloat16')");
+  }
+  if (group_size) {
+    if (*group_size < 0)
+      throw_option_error("group_size", "must be >= 0 (None: the compute type's default), got " +
+                                           std::to_string(*group_size));
+    options.group_size = *group_size;
+  }
   if (threads < 0) throw_option_error("threads", "must be >= 0 (0: keep the current number), got " + std::to_string(threads));
   if (threads > 0) set_threads(threads);
+  return options;
 }
 
 void bind_models(py::module_& m) {

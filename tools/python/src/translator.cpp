@@ -21,8 +21,9 @@ namespace {
 
 class TranslatorBinding {
  public:
-  TranslatorBinding(const py::object& model_dir, int threads, const std::string& compute_type)
-      : translator_(load(model_dir, threads, compute_type)) {}
+  TranslatorBinding(const py::object& model_dir, int threads, const std::string& compute_type,
+                    const std::optional<int>& group_size)
+      : translator_(load(model_dir, threads, compute_type, group_size)) {}
 
   std::vector<Translation> translate_batch(const std::vector<std::string>& texts, const py::dict& keywords) const {
     const Translator call = with(keywords);
@@ -84,9 +85,10 @@ class TranslatorBinding {
   std::vector<std::string> language_codes() const { return translator_.model().language_codes(); }
 
  private:
-  static Translator load(const py::object& model_dir, int threads, const std::string& compute_type) {
-    apply_compute_keywords(threads, compute_type);
-    return Translator(load_model(model_dir, false));
+  static Translator load(const py::object& model_dir, int threads, const std::string& compute_type,
+                        const std::optional<int>& group_size) {
+    const LoadOptions options = compute_keywords(threads, compute_type, group_size);
+    return Translator(load_model(model_dir, false, options));
   }
 
   // The translator for one call: these keywords, and the check that lets Ctrl-C stop it.
@@ -104,8 +106,8 @@ class TranslatorBinding {
 void bind_translator(py::module_& m) {
   py::class_<TranslatorBinding>(m, "Translator",
                                 "The compiled translator behind ordo.Translator, whose methods document the keywords.")
-      .def(py::init<const py::object&, int, const std::string&>(), py::arg("model_dir"), py::arg("threads"),
-           py::arg("compute_type"))
+      .def(py::init<const py::object&, int, const std::string&, const std::optional<int>&>(), py::arg("model_dir"),
+           py::arg("threads"), py::arg("compute_type"), py::arg("group_size"))
       .def("translate_batch", &TranslatorBinding::translate_batch, py::arg("texts"), py::arg("options"))
       .def("translate", &TranslatorBinding::translate, py::arg("text"), py::arg("options"))
       .def("translate_ids_batch", &TranslatorBinding::translate_ids_batch, py::arg("sources"), py::arg("options"))

@@ -51,13 +51,28 @@ def test_unknown_keywords_and_single_strings_are_type_errors(translator):
         translator.translate_batch("cats chase dogs")
 
 
-@pytest.mark.parametrize("compute_type", ["int8", "float16", "bfloat16", "int8_float32"])
+@pytest.mark.parametrize("compute_type", ["int8_float16", "int16", "INT8", "float64", ""])
 def test_compute_types_ordo_lacks_are_refused_with_the_ones_it_has(compute_type):
-    with pytest.raises(ordo.OptionError, match=r"^compute_type: .*use 'auto', 'default' or 'float32'") as raised:
+    with pytest.raises(ordo.OptionError, match=r"^compute_type: .*use 'auto' .*'int8' or 'int4'") as raised:
         ordo.Translator("sinusoidal", compute_type=compute_type)
     assert raised.value.keyword == "compute_type"
-    for accepted in ["auto", "default", "float32"]:
-        assert ordo.Translator("sinusoidal", compute_type=accepted).translate("cats chase dogs") == "Katzen jagen Hunde"
+
+
+@pytest.mark.parametrize("keywords, problem", [
+    ({"compute_type": "int8", "group_size": -1}, "must be >= 0"),
+    ({"group_size": 32}, "is set for auto"),
+    ({"compute_type": "f16", "group_size": 32}, "is set for f16, which has no scales"),
+    ({"compute_type": "int4", "group_size": 48}, "a positive multiple of 32"),
+])
+def test_group_sizes_the_compute_type_cannot_take_raise_option_error(keywords, problem):
+    for cls, model in [(ordo.Translator, "sinusoidal"), (ordo.Generator, "german-llama")]:
+        with pytest.raises(ordo.OptionError, match=f"^group_size: .*{problem}") as raised:
+            cls(model, **keywords)
+        assert raised.value.keyword == "group_size"
+    # A size that fits the type but not the model's widths: the model's error, naming the tensor.
+    with pytest.raises(ordo.Error, match="tensor .*cannot be int8 in groups of 7") as raised:
+        ordo.Translator("sinusoidal", compute_type="int8", group_size=7)
+    assert not isinstance(raised.value, ordo.OptionError)
 
 
 def test_models_that_do_not_fit_the_class_raise_error():

@@ -97,6 +97,29 @@ def test_blank_and_failing_texts_do_not_stop_the_batch(translator):
         translator.translate("bad \x1b[31m text")
 
 
+# compute_type converts the weights at load exactly as the CLI's --compute-type does
+# (CTranslate2's names for the same types included): scores equal to the last bit. The
+# shipped models are F16, which f32 holds exactly: only bf16, int8 and int4 round the
+# weights, and only they score otherwise than the model as stored.
+@pytest.mark.parametrize("compute_type, flag, group_size", [
+    ("int8", "int8", None), ("int4", "int4", None), ("int8", "int8", 8), ("int4", "int4", 64),
+    ("float16", "f16", None), ("bf16", "bf16", None), ("default", "auto", None), ("float32", "f32", None)])
+def test_compute_types_equal_the_clis(compute_type, flag, group_size):
+    translator = ordo.Translator("sinusoidal", compute_type=compute_type, group_size=group_size)
+    flags = ["--compute-type", flag] + ([] if group_size is None else ["--group-size", str(group_size)])
+    source, target = "the big dog sees a small cat.", "der große Hund sieht eine kleine Katze."
+    (want,) = cli_json("score", "--model", "sinusoidal", *flags, "--source", source, "--target", target)
+    got = translator.score(source, target)
+    assert got.token_logprobs == want["token_logprobs"]
+    (stored,) = cli_json("score", "--model", "sinusoidal", "--source", source, "--target", target)
+    assert (got.token_logprobs != stored["token_logprobs"]) == (flag in ("bf16", "int8", "int4"))
+    want = cli_json("translate", "--model", "sinusoidal", *flags, input_text="\n".join(SENTENCES) + "\n")
+    assert [r.hypotheses[0] for r in translator.translate_batch(SENTENCES)] == [w["translation"] for w in want]
+    generator = ordo.Generator("german-llama", compute_type=compute_type, group_size=group_size)
+    (want,) = cli_json("score", "--model", "german-llama", *flags, "--target", "Die Katze jagt den Hund.")
+    assert generator.score("Die Katze jagt den Hund.").token_logprobs == want["token_logprobs"]
+
+
 def test_score_batch_equals_the_cli(translator):
     pairs = [("cats chase dogs", "Katzen jagen Hunde"), ("the big dog sees a small cat.", "der große Hund sieht")]
     got = translator.score_batch([s for s, _ in pairs], [t for _, t in pairs])
