@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -243,6 +244,23 @@ TEST_F(Cli, InspectListsConfigAndTensors) {
   const auto text = run_ordo("inspect " + model());
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.out.find("model.decoder.layers.1.encoder_attn.q_proj.weight"), std::string::npos);
+}
+
+// A typo in ORDO_CPU is an error that names the variable, never a silent fallback.
+TEST_F(Cli, AnUnknownOrdoCpuValueIsAnErrorThatNamesIt) {
+  const char* before = std::getenv("ORDO_CPU");
+  const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("ORDO_CPU", "avx9", 1);
+  const auto result = run_ordo("translate 'cats chase dogs'");
+  if (saved)
+    ::setenv("ORDO_CPU", saved->c_str(), 1);
+  else
+    ::unsetenv("ORDO_CPU");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err,
+            "ordo: environment variable ORDO_CPU: unknown value 'avx9' (the values are 'auto', the default, "
+            "'avx512', 'avx2' and 'portable')\n");
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <numbers>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -20,7 +19,6 @@
 #include "engine/kernel_path.h"
 #include "engine/matvec.h"
 #include "engine/thread_pool.h"
-#include "tests/cli_runner.h"
 #include "tests/reference.h"
 
 #if defined(__x86_64__)
@@ -289,24 +287,6 @@ TEST(Kernels, PathFollowsTheCpuAndOrdoCpu) {
   EXPECT_EQ(kernels::kernel_path_name(kernels::kernel_path()), kernels::kernel_path_name(want))
       << "ORDO_CPU=" << (raw ? raw : "(unset)") << ", CPU with AVX2+FMA: " << avx2 << ", AVX-512F: " << avx512
       << ", AMX supported and allowed: " << amx;
-}
-
-// A typo in ORDO_CPU is an error that names the variable, never a silent fallback.
-TEST(Kernels, AnUnknownOrdoCpuValueIsAnErrorThatNamesIt) {
-  (void)kernels::kernel_path();  // this process has made its choice; the child reads the variable
-  const char* before = std::getenv("ORDO_CPU");
-  const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
-  ::setenv("ORDO_CPU", "avx9", 1);
-  const auto result = testing_support::run_ordo("translate 'cats chase dogs'");
-  if (saved)
-    ::setenv("ORDO_CPU", saved->c_str(), 1);
-  else
-    ::unsetenv("ORDO_CPU");
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_EQ(result.out, "");
-  EXPECT_EQ(result.err,
-            "ordo: environment variable ORDO_CPU: unknown value 'avx9' (the values are 'auto', the default, "
-            "'avx512', 'avx2' and 'portable')\n");
 }
 
 }  // namespace

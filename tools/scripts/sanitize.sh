@@ -4,9 +4,9 @@
 #         UndefinedBehaviorSanitizer, -O1, assertions on; runs all of CTest but the
 #         tests of the Python tools, the PyTorch parity tests included (the oracle is
 #         Python, the C++ side is instrumented).
-#   tsan  build-tsan: ThreadSanitizer; builds and runs only the suites where threads
-#         share one model, translator, generator or thread pool (test_shared_model,
-#         test_translator, test_kernels).
+#   tsan  build-tsan: ThreadSanitizer; builds (the library and the test binary, no CLI)
+#         and runs only the suites where threads share one model, translator,
+#         generator or thread pool (test_shared_model, test_translator, test_kernels).
 #   tools/scripts/sanitize.sh [asan|tsan|all]      (default all)
 # Every report stops the test that made it (halt_on_error, -fno-sanitize-recover), so a
 # finding fails CTest and this script.
@@ -41,7 +41,7 @@ fi
 if [[ "$which" != asan ]]; then
   echo "== TSan: build-tsan, the shared-model and thread-pool tests" >&2
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DORDO_SANITIZE=thread >/dev/null
-  cmake --build build-tsan -j2
+  cmake --build build-tsan -j2 --target ordo_tests
   # This build holds only the threaded suites (tests/CMakeLists.txt); the Python tests
   # are not ordo's code. No suppressions: TSan reports nothing, not even inside the
   # uninstrumented OpenBLAS and SentencePiece (OpenBLAS runs single-threaded).
