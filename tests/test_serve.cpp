@@ -752,6 +752,34 @@ TEST(ServeFaults, ASecondSigtermCutsTheDrainAtOnce) {
   EXPECT_EQ(server.process().wait_for(kRequestSeconds), std::optional<int>(1));
 }
 
+// --compute-type converts every served model at load, as it does for the other commands:
+// the answers are the CLI's with the same flag (int4: far from the stored weights').
+TEST(ServeQuantized, ModelsConvertedAtLoadAnswerAsTheCliDoes) {
+  Server server({"--compute-type", "int4"});
+  const auto [status, answer] = server.post("/v1/translate", {{"text", kSentences}});
+  ASSERT_EQ(status, 200) << answer.dump();
+  const std::string model = " --model " + shell_quote(kTranslationModel);
+  const std::vector<json> int4 = cli_json("translate --compute-type int4" + model + quoted(kSentences));
+  const std::vector<json> stored = cli_json("translate" + model + quoted(kSentences));
+  ASSERT_EQ(answer["translations"].size(), kSentences.size());
+  ASSERT_EQ(int4.size(), kSentences.size());
+  double farthest = 0;
+  for (std::size_t i = 0; i < kSentences.size(); ++i) {
+    const json& t = answer["translations"][i];
+    EXPECT_EQ(t["ids"], int4[i]["target_ids"]) << "sentence " << i;
+    EXPECT_NEAR(t["score"].get<double>(), int4[i]["score"].get<double>(), 1e-4) << "sentence " << i;
+    farthest = std::max(farthest, std::abs(t["score"].get<double>() - stored[i]["score"].get<double>()));
+  }
+  EXPECT_GT(farthest, 1e-3);
+  const auto [completed, completion] = server.post(
+      "/v1/completions", {{"model", "german-llama"}, {"prompt", "Die Katze"}, {"max_tokens", 12}, {"temperature", 0}});
+  ASSERT_EQ(completed, 200) << completion.dump();
+  const std::vector<json> generated =
+      cli_json("generate --compute-type int4 --max-length 12 --model " + shell_quote(kLanguageModel) + " 'Die Katze'");
+  ASSERT_EQ(generated.size(), 1u);
+  EXPECT_EQ(completion["choices"][0]["text"], generated[0]["text"]);
+}
+
 TEST(ServeCli, BadFlagsAreUsageErrors) {
   auto r = run_ordo("serve --port 70000");
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -764,6 +792,9 @@ TEST(ServeCli, BadFlagsAreUsageErrors) {
                " --port 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("two models are named 'a'"), std::string::npos) << r.err;
+  r = run_ordo("serve --compute-type int4 --group-size 48 --port 0");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("ordo: --group-size: 48 is not a group size for int4", 0), 0u) << r.err;
   r = run_ordo("serve --model /no/such/model --port 0");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("/no/such/model"), std::string::npos) << r.err;

@@ -42,6 +42,8 @@ struct ServeOptions {
   // Seconds a SIGTERM waits for the requests in flight: under the 30 s Kubernetes grants
   // a pod (and systemd's 90 s) before SIGKILL, so the cut requests are still answered.
   int drain_timeout = 20;
+  std::string compute_type = "auto";  // --compute-type, for every model served
+  int group_size = -1;                 // --group-size; -1: the compute type's default
 };
 
 struct ModelSpec {
@@ -122,6 +124,8 @@ void run_serve(const ServeOptions& options) {
       CommonOptions common;
       common.model_dir = spec.directory;
       common.threads = options.threads;
+      common.compute_type = options.compute_type;
+      common.group_size = options.group_size;
       serve::ServedModel& served = state.models.emplace_back(serve::ServedModel{spec.name, load_model(common), {}, {}});
       if (served.model.is_decoder_only()) served.checker.emplace(served.model);
       served.scheduler = std::make_unique<serve::ContinuousScheduler>(
@@ -207,6 +211,7 @@ void setup_serve(CLI::App& app) {
   command->add_option("-t,--threads", options->threads, "Threads each model computes with (0: every core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
+  add_compute_type_options(*command, options->compute_type, options->group_size);
   command->add_option("--max-batch", options->max_batch, "Most texts a model decodes at once (each decoder step)")
       ->check(CLI::Range(1, static_cast<int>(kMaxBatchSize)))
       ->capture_default_str();
