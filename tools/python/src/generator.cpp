@@ -20,7 +20,7 @@ namespace {
 class GeneratorBinding {
  public:
   GeneratorBinding(const py::object& model_dir, int threads, const std::string& compute_type,
-                    const std::optional<int>& group_size)
+                    const py::object& group_size)
       : generator_(load(model_dir, threads, compute_type, group_size)) {}
 
   std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
@@ -68,7 +68,7 @@ class GeneratorBinding {
 
  private:
   static Generator load(const py::object& model_dir, int threads, const std::string& compute_type,
-                        const std::optional<int>& group_size) {
+                        const py::object& group_size) {
     const LoadOptions options = compute_keywords(threads, compute_type, group_size);
     return Generator(load_model(model_dir, true, options));
   }
@@ -87,7 +87,7 @@ class GeneratorBinding {
 void bind_generator(py::module_& m) {
   py::class_<GeneratorBinding>(m, "Generator",
                                "The compiled generator behind ordo.Generator, whose methods document the keywords.")
-      .def(py::init<const py::object&, int, const std::string&, const std::optional<int>&>(), py::arg("model_dir"),
+      .def(py::init<const py::object&, int, const std::string&, const py::object&>(), py::arg("model_dir"),
            py::arg("threads"), py::arg("compute_type"), py::arg("group_size"))
       .def("generate_batch", &GeneratorBinding::generate_batch, py::arg("prompts"), py::arg("sources"),
            py::arg("options"))

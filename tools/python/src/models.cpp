@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "options.h"
 #include "results.h"
 
 namespace ordo::python {
@@ -94,7 +95,7 @@ Model load_model(const py::object& model_dir, bool language_model, const LoadOpt
 
 py::object tokenizer_of(const Model& model) { return py::cast(Tokenizer(model)); }
 
-LoadOptions compute_keywords(int threads, const std::string& compute_type, const std::optional<int>& group_size) {
+LoadOptions compute_keywords(int threads, const std::string& compute_type, const py::object& group_size) {
   // CTranslate2's names for the types ordo has, so that code written for its
   // compute_type keeps working; its mixed types (int8_float16, ...) are not ordo's.
   constexpr std::pair<const char*, const char*> kCTranslate2Names[] = {
@@ -111,12 +112,8 @@ LoadOptions compute_keywords(int threads, const std::string& compute_type, const
                                            "weights), 'f32', 'f16', 'bf16', 'int8' or 'int4' (or CTranslate2's "
                                            "'default', 'float32', 'float16', 'bfloat16')");
   }
-  if (group_size) {
-    if (*group_size < 0)
-      throw_option_error("group_size", "must be >= 0 (None: the compute type's default), got " +
-                                           std::to_string(*group_size));
-    options.group_size = *group_size;
-  }
+  // An int as every int keyword is (not a bool), within --group-size's range.
+  if (!group_size.is_none()) options.group_size = static_cast<int>(as_integer(group_size, "group_size", 0, 1 << 24));
   if (threads < 0) throw_option_error("threads", "must be >= 0 (0: keep the current number), got " + std::to_string(threads));
   if (threads > 0) set_threads(threads);
   return options;

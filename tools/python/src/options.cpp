@@ -19,7 +19,8 @@ constexpr std::pair<const char*, const char*> kRenamed[] = {
 
 std::string type_name(py::handle value) { return py::str(py::type::handle_of(value).attr("__name__")); }
 
-// An int keyword: a Python int (not a bool) within [low, high].
+}  // namespace
+
 long long as_integer(py::handle value, const std::string& keyword, long long low, long long high) {
   if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
     throw py::type_error(keyword + ": expected an int, got " + type_name(value));
@@ -30,6 +31,8 @@ long long as_integer(py::handle value, const std::string& keyword, long long low
                                     std::string(py::str(value)));
   return x;
 }
+
+namespace {
 
 int as_int(py::handle value, const std::string& keyword) {
   return static_cast<int>(as_integer(value, keyword, INT_MIN, INT_MAX));

@@ -24,6 +24,10 @@ namespace py = pybind11;
 TranslatorOptions translator_options(const py::dict& keywords, const Model& model);
 GeneratorOptions generator_options(const py::dict& keywords, const Model& model);
 
+// An int keyword: a Python int (not a bool) within [low, high]. Raises TypeError for
+// any other type, ordo.OptionError out of range, both naming the keyword.
+long long as_integer(py::handle value, const std::string& keyword, long long low, long long high);
+
 // The Python keyword of a C++ options field ("n_best" -> "num_hypotheses"); any other
 // name as it is.
 std::string keyword_for(const std::string& field);

@@ -59,7 +59,8 @@ def test_compute_types_ordo_lacks_are_refused_with_the_ones_it_has(compute_type)
 
 
 @pytest.mark.parametrize("keywords, problem", [
-    ({"compute_type": "int8", "group_size": -1}, "must be >= 0"),
+    ({"compute_type": "int8", "group_size": -1}, r"must be in \[0, 16777216\], got -1"),
+    ({"compute_type": "int4", "group_size": 2**31}, r"must be in \[0, 16777216\]"),
     ({"group_size": 32}, "is set for auto"),
     ({"compute_type": "f16", "group_size": 32}, "is set for f16, which has no scales"),
     ({"compute_type": "int4", "group_size": 48}, "a positive multiple of 32"),
@@ -69,6 +70,9 @@ def test_group_sizes_the_compute_type_cannot_take_raise_option_error(keywords, p
         with pytest.raises(ordo.OptionError, match=f"^group_size: .*{problem}") as raised:
             cls(model, **keywords)
         assert raised.value.keyword == "group_size"
+    for wrong in [True, "32", 32.0]:  # an int as every int keyword: True is not 1
+        with pytest.raises(TypeError, match="^group_size: expected an int"):
+            ordo.Translator("sinusoidal", compute_type="int8", group_size=wrong)
     # A size that fits the type but not the model's widths: the model's error, naming the tensor.
     with pytest.raises(ordo.Error, match="tensor .*cannot be int8 in groups of 7") as raised:
         ordo.Translator("sinusoidal", compute_type="int8", group_size=7)
