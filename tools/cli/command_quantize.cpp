@@ -71,7 +71,7 @@ void setup_quantize(CLI::App& app) {
       ->add_option("--group-size", options->group_size,
                    "Weights per scale: int8 0 (one per row, the default) or any size dividing the rows; int4 a "
                    "multiple of 32 (default 32)")
-      ->check(CLI::Range(0, 1 << 24));
+      ->check(CLI::Range(0, kMaxGroupSizeFlag));
   command->callback([options] { run_quantize(*options); });
 }
 

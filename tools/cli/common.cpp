@@ -106,7 +106,7 @@ void add_compute_type_options(CLI::App& command, std::string& compute_type, int&
                   "(int8: 0, a scale per row, the default, or a size dividing the rows; int4: a multiple of 32, "
                   "default 32)")
       ->type_name("G")
-      ->check(CLI::Range(0, 1 << 24));
+      ->check(CLI::Range(0, kMaxGroupSizeFlag));
 }
 
 LoadOptions load_options(const std::string& rope_scaling, const std::string& compute_type, int group_size) {

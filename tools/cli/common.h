@@ -40,6 +40,10 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 // a usage error naming the flag).
 void add_rope_scaling_option(CLI::App& command, std::string& value);
 
+// The largest value --group-size parses (ordo quantize's and the run commands'): a bound
+// on the number only; Model::load and quantize_model refuse what no model can take.
+inline constexpr int kMaxGroupSizeFlag = 1 << 24;
+
 // Adds --compute-type auto|f32|f16|bf16|int8|int4 and --group-size G, bound to
 // `compute_type` and `group_size`.
 void add_compute_type_options(CLI::App& command, std::string& compute_type, int& group_size);
