@@ -190,9 +190,10 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
     grow(negative_sums_, rows_ * groups_ * 8);
   }
   // Every x86 path's int4 kernels read the pair order (the portable path never does).
-  pairs_ = avx2_ && group_ == 32 && cols_ % 64 == 0;
+  pair_order_ = avx2_ && ((group_ == 32 && cols_ % 64 == 0) || group_ % 64 == 0);
+  pairs_ = pair_order_ && group_ == 32;
+  if (pair_order_) grow(pair_q_, rows_ * stride_);
   if (pairs_) {
-    grow(pair_q_, rows_ * stride_);
     grow(pair_minus_offsets_, rows_ * groups_ * 8);
     grow(pair_scales_, rows_ * groups_ * 8);
   }
@@ -213,6 +214,7 @@ void QuantizedActivations::quantize_rows(ConstMatrixRef x, Index begin, Index en
       scales_[static_cast<std::size_t>(i * groups_ + g)] = scale;
     }
     std::fill(q + cols_, q + stride_, std::int8_t{0});
+    if (pair_order_) arrange_pair_order(i);
     if (pairs_) arrange_pairs(i);
     std::uint8_t* u = q_unsigned_.data() + i * stride_;
 #if defined(__x86_64__)
@@ -237,7 +239,7 @@ void QuantizedActivations::split_signs([[maybe_unused]] Index i) {
 #endif
 }
 
-void QuantizedActivations::arrange_pairs(Index i) {
+void QuantizedActivations::arrange_pair_order(Index i) {
   const std::int8_t* from = q(i);
   std::int8_t* to = pair_q_.data() + i * stride_;
   for (Index k = 0; k < cols_; k += 64) {
@@ -246,6 +248,9 @@ void QuantizedActivations::arrange_pairs(Index i) {
     std::copy_n(from + k + 16, 16, to + k + 32);
     std::copy_n(from + k + 48, 16, to + k + 48);
   }
+}
+
+void QuantizedActivations::arrange_pairs(Index i) {
   for (Index g = 0; g < groups_; g += 2) {
     const std::int32_t* offsets = nibble_offsets(i) + g * 8;
     std::int32_t* minus = pair_minus_offsets_.data() + i * groups_ * 8 + g * 8;
@@ -659,6 +664,130 @@ ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
   }
 }
 
+// ---- int4 in groups of a multiple of 64, one activation row (a decode step): two runs or
+// more a group, one float step a group. A step's 32 bytes unpack as row_int4_pairs' do
+// (both runs' low nibbles, then the high ones) against the pair-ordered q, but both runs
+// belong to one group: their vpmaddubsw pairs add up in 16 bits, step after step, and at
+// the end of the group (or of kFoldSteps steps) one fold, adding the two runs' halves,
+// and one vpmaddwd give the group's eight lanes in the definition's order. The per-group
+// tiles (tile_avx2) convert, scale and add eight lanes for every run of 32 and widen
+// every run to 32 bits. One thread, 768 x 2048, one row: groups of 64 25.8 -> 40.7
+// GMAC/s, 128 32.8 -> 51.4, 256 37.0 -> 52.4 (groups of 32, row_int4_pairs: 38.3). In
+// batches the per-group tiles stay: a tile of 4 activation rows against one weight row
+// in this order ran slower than their 4 x 2 tiles for groups of 64 and no faster above.
+
+// Steps of 64 weights whose pairs add up in 16 bits: a pair is at most 2 x 15 x 127 in
+// magnitude, and a fold adds two runs' pairs, so 4 steps reach 16 x 1905 = 30480 < 2^15.
+constexpr Index kFoldSteps = 4;
+
+// The fold: [low's halves added, high's halves added] as eight 32-bit lanes 0-7 of the
+// two runs together: [low 0, high 1] + [low 1, high 0], one lane-crossing instruction.
+ORDO_AVX2 inline __m256i fold_runs(__m256i low, __m256i high) {
+  const __m256i folded =
+      _mm256_add_epi16(_mm256_blend_epi32(low, high, 0xf0), _mm256_permute2x128_si256(low, high, 0x21));
+  return _mm256_madd_epi16(folded, _mm256_set1_epi16(1));
+}
+
+// Adds `steps` steps of 64 weights from k (at most kFoldSteps) of one activation row (q
+// in the pair order) against NR weight rows to their lanes p: kSteps of them when it is
+// not 0 (the loop unrolled).
+template <int NR, int kSteps>
+ORDO_AVX2 inline __attribute__((always_inline)) void add_fold_one_row(const std::int8_t* q,
+                                                                      const std::uint8_t* const (&rows)[NR],
+                                                                      std::size_t k, int steps, __m256i (&p)[NR]) {
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  __m256i low[NR], high[NR];
+  ORDO_UNROLL
+  for (int j = 0; j < NR; ++j) low[j] = high[j] = _mm256_setzero_si256();
+  const int count = kSteps > 0 ? kSteps : steps;
+  ORDO_UNROLL
+  for (int step = 0; step < count; ++step, k += 64) {
+    const __m256i q_low = load(q + k), q_high = load(q + k + 32);
+    ORDO_UNROLL
+    for (int j = 0; j < NR; ++j) {
+      const __m256i bytes = load(rows[j] + k / 2);
+      low[j] = _mm256_add_epi16(low[j], _mm256_maddubs_epi16(_mm256_and_si256(bytes, mask), q_low));
+      high[j] = _mm256_add_epi16(high[j],
+                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask), q_high));
+    }
+  }
+  ORDO_UNROLL
+  for (int j = 0; j < NR; ++j) p[j] = _mm256_add_epi32(p[j], fold_runs(low[j], high[j]));
+}
+
+// One activation row (a decode step) against NR weight rows r, r + spacing, ...: each
+// group's float step t = fma(P, c_g, t), c_g = s_g w_g computed 8 groups at a time as
+// row_int4_pairs does and broadcast from them. Groups go two at a time, so that each
+// parity's totals stay in registers. kSteps: a group's steps of 64 weights (1, 2 or 4,
+// unrolled), or 0 for any multiple of 64 (in folds of kFoldSteps).
+template <int NR, int kSteps>
+ORDO_AVX2 inline __attribute__((always_inline)) void group_step_one_row(const QuantizedActivations& a, Index i,
+                                                                        const std::uint8_t* const (&rows)[NR],
+                                                                        const float (&c)[NR][8], Index g,
+                                                                        __m256 (&totals)[NR]) {
+  const std::size_t begin = static_cast<std::size_t>(g * a.group()), end = begin + static_cast<std::size_t>(a.group());
+  __m256i p[NR];
+  ORDO_UNROLL
+  for (int j = 0; j < NR; ++j) p[j] = _mm256_setzero_si256();
+  if constexpr (kSteps > 0) {
+    add_fold_one_row<NR, kSteps>(a.pair_q(i), rows, begin, kSteps, p);
+  } else {
+    for (std::size_t fold = begin; fold < end; fold += 64 * kFoldSteps)
+      add_fold_one_row<NR, 0>(a.pair_q(i), rows, fold, static_cast<int>(std::min<std::size_t>(kFoldSteps, (end - fold) / 64)), p);
+  }
+  const __m256i offsets = load(a.nibble_offsets(i) + g * 8);
+  ORDO_UNROLL
+  for (int j = 0; j < NR; ++j)
+    totals[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(p[j], offsets)), _mm256_set1_ps(c[j][g % 8]),
+                                totals[j]);
+}
+
+// c[j] = c_g of weight rows[j] for the 8 groups from g (0 past the last).
+template <int NR>
+ORDO_AVX2 inline void block_scales(const float* activation_scales, const std::uint16_t* const (&scales)[NR], Index g,
+                                   Index groups, float (&c)[NR][8]) {
+  if (groups - g >= 8) {
+    const __m256 s = _mm256_loadu_ps(activation_scales + g);
+    for (int j = 0; j < NR; ++j)
+      _mm256_store_ps(c[j], _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + g)))));
+    return;
+  }
+  for (int j = 0; j < NR; ++j)
+    for (Index n = 0; n < 8; ++n)
+      c[j][n] = g + n < groups ? activation_scales[g + n] * _cvtsh_ss(scales[j][g + n]) : 0.0f;
+}
+
+template <int NR, int kSteps>
+ORDO_AVX2 void row_int4_groups(const QuantizedActivations& a, const WeightMatrix& w, Index i, Index r, Index spacing,
+                               Index first, float* y) {
+  const std::uint8_t* rows[NR];
+  const std::uint16_t* scales[NR];
+  for (int j = 0; j < NR; ++j) {
+    rows[j] = w.row<std::uint8_t>(r + j * spacing);
+    scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
+  }
+  __m256 even[NR], odd[NR];
+  for (int j = 0; j < NR; ++j) even[j] = odd[j] = _mm256_setzero_ps();
+  alignas(32) float c[NR][8];
+  for (Index g = 0; g < a.groups(); g += 2) {
+    if (g % 8 == 0) block_scales<NR>(a.scales(i), scales, g, a.groups(), c);
+    group_step_one_row<NR, kSteps>(a, i, rows, c, g, even);
+    if (g + 1 < a.groups()) group_step_one_row<NR, kSteps>(a, i, rows, c, g + 1, odd);
+  }
+  for (int j = 0; j < NR; ++j) y[r + j * spacing - first] = integer_detail::final_sum(even[j], odd[j]);
+}
+
+// One activation row against weight rows [first, first + count) in groups of a multiple
+// of 64, kSteps as above: NR rows at a time half the matrix apart, as row_int4_pairs runs.
+template <int kSteps>
+ORDO_AVX2 void row_int4_groups_all(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count,
+                                   float* y) {
+  constexpr int NR = 2;
+  const Index half = count / NR;
+  for (Index r = first; r < first + half; ++r) row_int4_groups<NR, kSteps>(a, w, 0, r, half, first, y);
+  for (Index r = first + NR * half; r < first + count; ++r) row_int4_groups<1, kSteps>(a, w, 0, r, 1, first, y);
+}
+
 // Activation rows i0 .. i0 + MR - 1 against the weight rows [begin, end), NR at a time;
 // sign_split: 4 x 2 int8 tiles through runs_int8_4x2.
 template <int MR, int NR>
@@ -686,6 +815,14 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
     for (Index r = first; r < first + half; ++r) row_int4_pairs<NR>(a, w, 0, r, half, first, y);
     for (Index r = first + NR * half; r < first + count; ++r) row_int4_pairs<1>(a, w, 0, r, 1, first, y);
     return;
+  }
+  if (w.format() == WeightFormat::Int4 && a.pair_order() && a.group() % 64 == 0 && a.rows() == 1) {
+    switch (a.group()) {
+      case 64: return row_int4_groups_all<1>(a, w, first, count, y);
+      case 128: return row_int4_groups_all<2>(a, w, first, count, y);
+      case 256: return row_int4_groups_all<4>(a, w, first, count, y);
+      default: return row_int4_groups_all<0>(a, w, first, count, y);
+    }
   }
   if (a.rows() == 1) {
     const Index half = count / NR;
@@ -735,8 +872,8 @@ void integer_product_on(KernelPath path, const QuantizedActivations& a, const We
   // Decode steps (a row or a few) stream faster through the AVX2 kernels, but for int4
   // in groups of 32, whose AVX-512 kernels read two groups a step: int8 decoded the bench
   // model at 3.8x f32 against 3.2x (one thread), int4 in groups of 128 and 256 ran at
-  // 29.5 and 33-44 GMAC/s against 21.4 and 33 (one and two rows, 768 x 2048). The same
-  // numbers either way.
+  // 29.5 and 33-44 GMAC/s against 21.4 and 33 (one and two rows, 768 x 2048; one row now
+  // takes row_int4_groups, 51-57). The same numbers either way.
   const bool few_rows = a.rows() < 4 && !(w.format() == WeightFormat::Int4 && w.group() == 32);
   if (path == KernelPath::Amx && amx::takes(a, w)) return amx::integer_product(a, w, first, count, y, y_stride);
   if (path >= KernelPath::Avx512 && avx512::integer_product_takes(a, w) && !few_rows)

@@ -72,11 +72,14 @@ class QuantizedActivations {
   // Row i's 8 * (sum of q over lane l of group g), at [g * 8 + l]: int4's nibbles n carry
   // +8, and P = lanes of n * q minus these.
   const std::int32_t* nibble_offsets(Index i) const { return nibble_offsets_.data() + i * groups_ * 8; }
-  // In groups of 32, of a multiple of 64 columns (int4's usual shape): the same in the
-  // order the int4 kernels of AVX2 and AVX-512 unpack a pair of groups g, g + 1 (g even)
-  // in: q of each 64 as [0-15, 32-47, 16-31, 48-63] (the low nibbles of both runs, then
-  // the high ones), so that 32-bit lanes are [g lanes 0-3, g + 1 lanes 0-3, g 4-7,
-  // g + 1 4-7]; per pair, in that lane order, minus the nibble offsets (the start of
+  // Row i's q in the order the int4 kernels of AVX2 and AVX-512 unpack 64 weights (two
+  // runs of 32) in: q of each 64 as [0-15, 32-47, 16-31, 48-63] (the low nibbles of both
+  // runs, then the high ones), so that 32-bit lanes are [run 1 lanes 0-3, run 2 lanes
+  // 0-3, run 1 4-7, run 2 4-7]. Set on the x86 paths for groups of 32 in rows of a
+  // multiple of 64 columns and for groups of a multiple of 64 (pair_order() is true).
+  bool pair_order() const { return pair_order_; }
+  // In groups of 32 (the two runs of 64 weights are groups g, g + 1, g even), with the
+  // pair order: per pair, in its lane order, minus the nibble offsets (the start of
   // vpdpbusd's sums, and what AVX2 adds) and the scales s_g, s_g+1. Unset otherwise
   // (pairs() is false).
   bool pairs() const { return pairs_; }
@@ -95,12 +98,14 @@ class QuantizedActivations {
 
  private:
   void quantize_rows(ConstMatrixRef x, Index begin, Index end);
+  void arrange_pair_order(Index i);
   void arrange_pairs(Index i);
   void split_signs(Index i);
 
   Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
   bool avx2_ = false;  // quantize_group_avx2 and the other AVX2 passes
   bool sign_split_ = false;
+  bool pair_order_ = false;
   bool pairs_ = false;
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;

@@ -5,6 +5,7 @@
 // non-finite rows do what the header says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -46,15 +47,17 @@ std::string name_of(const Case& c) {
 // (32, 3); int8 groups of four runs and more, which AVX2's 4 x 2 tiles take (2600: more
 // than the 64 runs AVX2 sums in 16 bits before widening N); int4 rows
 // of whole blocks of 8 groups of 32 and with a rest of 2, 4 or 6 groups (AVX2's int4
-// kernels take 8 groups' scales at a time); int4 groups of one run, two, four; more groups than eight (the
-// float steps' lanes) and fewer.
+// kernels take 8 groups' scales at a time); int4 groups of one run, two, four, eight (as
+// many steps of 64 as AVX2's one-row kernel adds in 16 bits), ten (8 + 2 of them) and
+// sixteen (8 + 8); more groups than eight (the float steps' lanes) and fewer.
 const Case kCases[] = {
     {WeightFormat::Int8, 0, 37},     {WeightFormat::Int8, 0, 64},     {WeightFormat::Int8, 0, 344},
     {WeightFormat::Int8, 0, 1000},   {WeightFormat::Int8, 32, 96},    {WeightFormat::Int8, 64, 768},
     {WeightFormat::Int8, 3, 12},     {WeightFormat::Int8, 128, 384},  {WeightFormat::Int8, 0, 2600},
     {WeightFormat::Int4, 32, 64},    {WeightFormat::Int4, 32, 768},   {WeightFormat::Int4, 32, 320},
     {WeightFormat::Int4, 64, 192},   {WeightFormat::Int4, 128, 1024}, {WeightFormat::Int4, 64, 1088},
-    {WeightFormat::Int4, 32, 384},   {WeightFormat::Int4, 32, 448},
+    {WeightFormat::Int4, 32, 384},   {WeightFormat::Int4, 32, 448},   {WeightFormat::Int4, 256, 768},
+    {WeightFormat::Int4, 320, 640},  {WeightFormat::Int4, 512, 1024},
 };
 
 EncodedMatrix encoded(const Case& c, Index rows, unsigned seed) {
@@ -268,6 +271,46 @@ TEST(IntegerProduct, IntegerSumsAtTheirLimitsAreExact) {
   }
 }
 
+// int4's largest products, nibbles of 15 (weights of +7) against q of +-127, summed over
+// whole groups: AVX2's one-row kernel adds a group's vpmaddubsw pairs in 16 bits for up
+// to 4 steps of 64 weights (then widens), and 2 x 4 x 2 x 15 x 127 = 30480 still fits;
+// a fifth step would not (groups of 320 go 4 + 1). Rows of nibbles 15, 1 and a mixture
+// against rows of +1, -1 and a mixture, one row at a time (the decode step) and four.
+TEST(IntegerProduct, Int4SumsOfWholeGroupsAtTheirLimitsAreExact) {
+  for (const Index group : {Index{64}, Index{128}, Index{256}, Index{320}, Index{512}}) {
+    const Case c{WeightFormat::Int4, group, 2 * group};
+    SCOPED_TRACE(name_of(c));
+    constexpr Index rows = 3;
+    std::vector<float> weights(static_cast<std::size_t>(rows * c.cols));
+    for (Index k = 0; k < c.cols; ++k) {
+      weights[static_cast<std::size_t>(k)] = 1.0f;                   // every n 15
+      weights[static_cast<std::size_t>(c.cols + k)] = k == 0 ? 1.0f : -1.0f;  // n 1 but the first
+      weights[static_cast<std::size_t>(2 * c.cols + k)] = k % 3 == 0 ? -1.0f : 1.0f;
+    }
+    const EncodedMatrix w =
+        encode_matrix(TensorView(weights.data(), {rows, c.cols}), Quantization{c.format, c.group}, "test matrix");
+    constexpr Index m = 4;
+    std::vector<float> x(static_cast<std::size_t>(m * c.cols));
+    for (Index k = 0; k < c.cols; ++k) {
+      x[static_cast<std::size_t>(k)] = 1.0f;  // q 127
+      x[static_cast<std::size_t>(c.cols + k)] = -1.0f;
+      x[static_cast<std::size_t>(2 * c.cols + k)] = k % 2 == 0 ? 1.0f : -1.0f;
+      x[static_cast<std::size_t>(3 * c.cols + k)] = k % 5 == 0 ? -1.0f : 1.0f;
+    }
+    const std::vector<float> want = by_definition(x, m, w.view());
+    const auto* packed = reinterpret_cast<const std::uint8_t*>(w.values.data());
+    ASSERT_TRUE(std::all_of(packed, packed + c.cols / 2, [](std::uint8_t b) { return b == 0xff; }));  // nibbles 15
+    for (const KernelPath path : paths()) {
+      expect_bits(product(path, x, m, w.view()), want, std::string(kernels::kernel_path_name(path)) + ", 4 rows");
+      for (Index i = 0; i < m; ++i) {
+        const std::vector<float> row(x.begin() + i * c.cols, x.begin() + (i + 1) * c.cols);
+        expect_bits(product(path, row, 1, w.view()), std::vector<float>(want.begin() + i * rows, want.begin() + (i + 1) * rows),
+                    std::string(kernels::kernel_path_name(path)) + ", row " + std::to_string(i) + " alone");
+      }
+    }
+  }
+}
+
 // Each activation moves by at most half its group's step s, so a product is within
 // sum |w_k| s / 2 of the float product with the dequantized weights (plus float32's
 // rounding of sums of a few hundred terms).
@@ -388,13 +431,16 @@ TEST(IntegerProduct, EveryPathQuantizesAlike) {
           }
         }
         // The pair order, as integer_product.h states it, from the portable buffers.
-        ASSERT_EQ(got.pairs(), path != KernelPath::Portable && group == 32 && cols % 64 == 0);
-        if (!got.pairs()) continue;
+        ASSERT_EQ(got.pair_order(),
+                  path != KernelPath::Portable && ((group == 32 && cols % 64 == 0) || group % 64 == 0));
+        ASSERT_EQ(got.pairs(), got.pair_order() && group == 32);
+        if (!got.pair_order()) continue;
         const Index runs_of_16[4] = {0, 32, 16, 48};  // where each 16 of pair order comes from
         for (Index k = 0; k < cols; ++k) {
           const Index in_64 = k % 64, from = k - in_64 + runs_of_16[in_64 / 16] + in_64 % 16;
           ASSERT_EQ(got.pair_q(i)[k], want.q(i)[from]) << "row " << i << ", pair order " << k;
         }
+        if (!got.pairs()) continue;
         // lane l of a pair: [g 0-3, g + 1 0-3, g 4-7, g + 1 4-7]
         const Index pair_group[16] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
         const Index pair_lane[16] = {0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7};
@@ -439,6 +485,7 @@ TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
         ASSERT_TRUE(want.sign_split());
       }
       ASSERT_EQ(got.pairs(), want.pairs());
+      ASSERT_EQ(got.pair_order(), want.pair_order());
       const Index stride = (cols + 63) / 64 * 64, groups = cols / group;
       for (Index i = 0; i < rows; ++i) {
         for (Index k = 0; k < stride; ++k) {
@@ -448,7 +495,7 @@ TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
             ASSERT_EQ(got.magnitudes(i)[k], want.magnitudes(i)[k]) << "row " << i << ", |q| " << k;
             ASSERT_EQ(got.signs(i)[k], want.signs(i)[k]) << "row " << i << ", sign " << k;
           }
-          if (want.pairs()) {
+          if (want.pair_order()) {
             ASSERT_EQ(got.pair_q(i)[k], want.pair_q(i)[k]) << "row " << i << ", pair order " << k;
           }
         }
