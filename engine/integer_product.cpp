@@ -688,24 +688,24 @@ ORDO_AVX2 inline __m256i fold_runs(__m256i low, __m256i high) {
   return _mm256_madd_epi16(folded, _mm256_set1_epi16(1));
 }
 
-// Adds `steps` steps of 64 weights from k (at most kFoldSteps) of one activation row (q
-// in the pair order) against NR weight rows to their lanes p: kSteps of them when it is
-// not 0 (the loop unrolled).
+// Adds `steps` steps of 64 weights (at most kFoldSteps) of one activation row (q in the
+// pair order) against NR weight rows (their bytes at rows[j]) to their lanes p: kSteps of
+// them when it is not 0 (the loop unrolled).
 template <int NR, int kSteps>
 ORDO_AVX2 inline __attribute__((always_inline)) void add_fold_one_row(const std::int8_t* q,
-                                                                      const std::uint8_t* const (&rows)[NR],
-                                                                      std::size_t k, int steps, __m256i (&p)[NR]) {
+                                                                      const std::uint8_t* const (&rows)[NR], int steps,
+                                                                      __m256i (&p)[NR]) {
   const __m256i mask = _mm256_set1_epi8(0x0f);
   __m256i low[NR], high[NR];
   ORDO_UNROLL
   for (int j = 0; j < NR; ++j) low[j] = high[j] = _mm256_setzero_si256();
   const int count = kSteps > 0 ? kSteps : steps;
   ORDO_UNROLL
-  for (int step = 0; step < count; ++step, k += 64) {
-    const __m256i q_low = load(q + k), q_high = load(q + k + 32);
+  for (int step = 0; step < count; ++step) {
+    const __m256i q_low = load(q + 64 * step), q_high = load(q + 64 * step + 32);
     ORDO_UNROLL
     for (int j = 0; j < NR; ++j) {
-      const __m256i bytes = load(rows[j] + k / 2);
+      const __m256i bytes = load(rows[j] + 32 * step);
       low[j] = _mm256_add_epi16(low[j], _mm256_maddubs_epi16(_mm256_and_si256(bytes, mask), q_low));
       high[j] = _mm256_add_epi16(high[j],
                                  _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask), q_high));
@@ -717,32 +717,43 @@ ORDO_AVX2 inline __attribute__((always_inline)) void add_fold_one_row(const std:
 
 // One activation row (a decode step) against NR weight rows r, r + spacing, ...: each
 // group's float step t = fma(P, c_g, t), c_g = s_g w_g computed 8 groups at a time as
-// row_int4_pairs does and broadcast from them. Groups go two at a time, so that each
-// parity's totals stay in registers. kSteps: a group's steps of 64 weights (1, 2 or 4,
-// unrolled), or 0 for any multiple of 64 (in folds of kFoldSteps).
+// row_int4_pairs does and read back broadcast (a permute to pick it cost 10 % more).
+// Groups go two at a time, so that each parity's totals stay in registers; the
+// pointers walk the row. kSteps: a group's steps of 64 weights (1, 2 or 4, unrolled), or
+// 0 for any multiple of 64 (in folds of kFoldSteps).
+struct GroupCursor {
+  const std::int8_t* q;
+  const std::int32_t* offsets;
+};
+
 template <int NR, int kSteps>
-ORDO_AVX2 inline __attribute__((always_inline)) void group_step_one_row(const QuantizedActivations& a, Index i,
-                                                                        const std::uint8_t* const (&rows)[NR],
-                                                                        const float (&c)[NR][8], Index g,
+ORDO_AVX2 inline __attribute__((always_inline)) void group_step_one_row(GroupCursor& at, std::uint8_t const* (&rows)[NR],
+                                                                        Index group, const float (&c)[NR][8], Index n,
                                                                         __m256 (&totals)[NR]) {
-  const std::size_t begin = static_cast<std::size_t>(g * a.group()), end = begin + static_cast<std::size_t>(a.group());
   __m256i p[NR];
   ORDO_UNROLL
   for (int j = 0; j < NR; ++j) p[j] = _mm256_setzero_si256();
   if constexpr (kSteps > 0) {
-    add_fold_one_row<NR, kSteps>(a.pair_q(i), rows, begin, kSteps, p);
+    add_fold_one_row<NR, kSteps>(at.q, rows, kSteps, p);
   } else {
-    for (std::size_t fold = begin; fold < end; fold += 64 * kFoldSteps)
-      add_fold_one_row<NR, 0>(a.pair_q(i), rows, fold, static_cast<int>(std::min<std::size_t>(kFoldSteps, (end - fold) / 64)), p);
+    for (Index fold = 0; fold < group; fold += 64 * kFoldSteps) {
+      const std::uint8_t* fold_rows[NR];
+      for (int j = 0; j < NR; ++j) fold_rows[j] = rows[j] + fold / 2;
+      add_fold_one_row<NR, 0>(at.q + fold, fold_rows, static_cast<int>(std::min<Index>(kFoldSteps, (group - fold) / 64)),
+                              p);
+    }
   }
-  const __m256i offsets = load(a.nibble_offsets(i) + g * 8);
+  const __m256i offsets = load(at.offsets);
   ORDO_UNROLL
   for (int j = 0; j < NR; ++j)
-    totals[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(p[j], offsets)), _mm256_set1_ps(c[j][g % 8]),
-                                totals[j]);
+    totals[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(p[j], offsets)), _mm256_set1_ps(c[j][n]), totals[j]);
+  at.q += group;
+  at.offsets += 8;
+  ORDO_UNROLL
+  for (int j = 0; j < NR; ++j) rows[j] += group / 2;
 }
 
-// c[j] = c_g of weight rows[j] for the 8 groups from g (0 past the last).
+// c[j] = c_g of weight rows[j] for the 8 groups from g (or those left).
 template <int NR>
 ORDO_AVX2 inline void block_scales(const float* activation_scales, const std::uint16_t* const (&scales)[NR], Index g,
                                    Index groups, float (&c)[NR][8]) {
@@ -752,9 +763,8 @@ ORDO_AVX2 inline void block_scales(const float* activation_scales, const std::ui
       _mm256_store_ps(c[j], _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + g)))));
     return;
   }
-  for (int j = 0; j < NR; ++j)
-    for (Index n = 0; n < 8; ++n)
-      c[j][n] = g + n < groups ? activation_scales[g + n] * _cvtsh_ss(scales[j][g + n]) : 0.0f;
+  for (int j = 0; j < NR; ++j)  // the last n < 8 (only they are read)
+    for (Index n = 0; n < groups - g; ++n) c[j][n] = activation_scales[g + n] * _cvtsh_ss(scales[j][g + n]);
 }
 
 template <int NR, int kSteps>
@@ -766,13 +776,15 @@ ORDO_AVX2 void row_int4_groups(const QuantizedActivations& a, const WeightMatrix
     rows[j] = w.row<std::uint8_t>(r + j * spacing);
     scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
   }
+  const Index groups = a.groups(), group = kSteps > 0 ? 64 * kSteps : a.group();
+  GroupCursor at{a.pair_q(i), a.nibble_offsets(i)};
   __m256 even[NR], odd[NR];
   for (int j = 0; j < NR; ++j) even[j] = odd[j] = _mm256_setzero_ps();
   alignas(32) float c[NR][8];
-  for (Index g = 0; g < a.groups(); g += 2) {
-    if (g % 8 == 0) block_scales<NR>(a.scales(i), scales, g, a.groups(), c);
-    group_step_one_row<NR, kSteps>(a, i, rows, c, g, even);
-    if (g + 1 < a.groups()) group_step_one_row<NR, kSteps>(a, i, rows, c, g + 1, odd);
+  for (Index g = 0; g < groups; g += 2) {
+    if (g % 8 == 0) block_scales<NR>(a.scales(i), scales, g, groups, c);
+    group_step_one_row<NR, kSteps>(at, rows, group, c, g % 8, even);
+    if (g + 1 < groups) group_step_one_row<NR, kSteps>(at, rows, group, c, g % 8 + 1, odd);
   }
   for (int j = 0; j < NR; ++j) y[r + j * spacing - first] = integer_detail::final_sum(even[j], odd[j]);
 }
