@@ -23,17 +23,17 @@ Index checked_group(const Quantization& stored, Index cols, const std::string& n
   const Index group = stored.group_for(cols);
   if (stored.type == WeightFormat::Int4 && group % kInt4Run != 0)
     throw Error(name, "cannot be int4 in groups of " + std::to_string(group) + ": int4 packs runs of 32 weights",
-                "choose a --group-size that is a multiple of 32");
+                "choose a group size that is a multiple of 32");
   if (group <= 0 || cols % group != 0)
     throw Error(name, "cannot be " + std::string(weight_format_name(stored.type)) + " in groups of " +
                           std::to_string(group) + ": its rows have " + std::to_string(cols) +
                           " weights, not a multiple of it",
-                "choose a --group-size that divides every width (0: one scale per row, int8 only)");
+                "choose a group size that divides every width (0: one scale per row, int8 only)");
   if (group > kernels::kMaxIntegerGroup)
     throw Error(name, "cannot be " + std::string(weight_format_name(stored.type)) + " in groups of " +
                           std::to_string(group) + " weights: ordo sums integer products exactly up to " +
                           std::to_string(kernels::kMaxIntegerGroup) + " a group",
-                "choose a --group-size of at most " + std::to_string(kernels::kMaxIntegerGroup));
+                "choose a group size of at most " + std::to_string(kernels::kMaxIntegerGroup));
   return group;
 }
 

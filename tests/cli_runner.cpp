@@ -22,14 +22,12 @@ extern char** environ;
 
 namespace ordo::testing_support {
 
-namespace {
-std::string slurp(const std::filesystem::path& path) {
+std::string file_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
 }
-}  // namespace
 
 std::string shell_quote(const std::string& text) {
   std::string quoted = "'";
@@ -47,8 +45,8 @@ CommandResult run_ordo(const std::string& arguments, const std::string& stdin_te
   const int status = std::system(command.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = slurp(dir / "stdout");
-  result.err = slurp(dir / "stderr");
+  result.out = file_text(dir / "stdout");
+  result.err = file_text(dir / "stderr");
   std::filesystem::remove_all(dir);
   return result;
 }

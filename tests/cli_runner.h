@@ -23,6 +23,9 @@ CommandResult run_ordo(const std::string& arguments, const std::string& stdin_te
 // Single-quotes a string for /bin/sh.
 std::string shell_quote(const std::string& text);
 
+// A file's whole contents ("" if it cannot be read).
+std::string file_text(const std::filesystem::path& path);
+
 // ordo running with pipes on stdin and stdout, so a test can talk to it line by line
 // (stderr is the test's own). The destructor kills it if it still runs.
 class Running {

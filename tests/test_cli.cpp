@@ -22,6 +22,7 @@
 namespace ordo {
 namespace {
 
+using testing_support::file_text;
 using testing_support::run_ordo;
 using testing_support::shell_quote;
 
@@ -121,9 +122,7 @@ TEST_F(Cli, HelpAndVersionReportAFailedWrite) {
     const int status = std::system(command.c_str());
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 1);
-    std::ifstream in(dir / "err");
-    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(err, "ordo: stdout: writing the output failed (is the disk full, or the pipe closed?)\n");
+    EXPECT_EQ(file_text(dir / "err"), "ordo: stdout: writing the output failed (is the disk full, or the pipe closed?)\n");
   }
   std::filesystem::remove_all(dir);
 }
@@ -148,6 +147,30 @@ TEST_F(Cli, CommandsListOnlyFlagsTheyUse) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// viz pe without --model draws a scheme's own table: --compute-type and --group-size
+// would convert weights it does not have. Before, they were taken and did nothing; now
+// they are a usage error naming the flag. With --model they convert it as every command
+// does (a position table stays float32, so the picture is the same).
+TEST_F(Cli, VizPeRefusesComputeTypeWithoutAModel) {
+  const auto dir = testing_support::temp_dir("viz_compute_type");
+  const std::string out = "--out " + shell_quote((dir / "pe.csv").string());
+  for (const std::string flags : {"--compute-type int8", "--compute-type int4 --group-size 64", "--group-size 32"}) {
+    SCOPED_TRACE(flags);
+    const auto r = run_ordo("viz pe --scheme sinusoidal " + out + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("draws only with --model DIR"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "pe.csv"));
+  }
+  const std::string model = shell_quote(std::string(ORDO_SOURCE_DIR) + "/weights/learned");
+  const auto plain = run_ordo("viz pe --scheme learned --model " + model + " " + out);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const std::string want = file_text(dir / "pe.csv");
+  const auto converted = run_ordo("viz pe --scheme learned --model " + model + " " + out + " --compute-type int4");
+  ASSERT_EQ(converted.exit_code, 0) << converted.err;
+  EXPECT_EQ(file_text(dir / "pe.csv"), want);
   std::filesystem::remove_all(dir);
 }
 

@@ -63,6 +63,12 @@ void run_pe(const PeOptions& options, const CLI::App& command) {
     throw CLI::ValidationError("--model", "--scheme " + scheme.name +
                                               " reads a model's trained table: give --model DIR (e.g. weights/" +
                                               scheme.name + ")");
+  // A scheme's own table has no weights to convert: without a model the flags would do
+  // nothing, silently.
+  for (const char* flag : {"--compute-type", "--group-size"})
+    if (!chosen && given(command, flag))
+      throw CLI::ValidationError(flag, std::string("converts a model's weights: it draws only with --model DIR (--scheme ") +
+                                           scheme.name + " draws its own table without one)");
   if (!options.common.rope_scaling.empty() && scheme.name != "rope")
     throw CLI::ValidationError("--rope-scaling", "scales RoPE: it draws only with --scheme rope");
   std::optional<Model> model;

@@ -63,6 +63,8 @@ def test_compute_types_ordo_lacks_are_refused_with_the_ones_it_has(compute_type)
     ({"compute_type": "int4", "group_size": 2**31}, r"must be in \[0, 16777216\]"),
     ({"group_size": 32}, "is set for auto"),
     ({"compute_type": "f16", "group_size": 32}, "is set for f16, which has no scales"),
+    ({"compute_type": "default", "group_size": 32}, "is set for compute_type='default', which has no scales"),
+    ({"compute_type": "float16", "group_size": 0}, "is set for compute_type='float16', which has no scales"),
     ({"compute_type": "int4", "group_size": 48}, "a positive multiple of 32"),
 ])
 def test_group_sizes_the_compute_type_cannot_take_raise_option_error(keywords, problem):
