@@ -274,7 +274,8 @@ TEST(IntegerProduct, IntegerSumsAtTheirLimitsAreExact) {
 // int4's largest products, nibbles of 15 (weights of +7) against q of +-127, summed over
 // whole groups: AVX2's one-row kernel adds a group's vpmaddubsw pairs in 16 bits for up
 // to 4 steps of 64 weights (then widens), and 2 x 4 x 2 x 15 x 127 = 30480 still fits;
-// a fifth step would not (groups of 320 go 4 + 1). Rows of nibbles 15, 1 and a mixture
+// a fifth step would not (groups of 320 go 4 + 1); its per-group tiles add 8 runs of 32
+// the same way (groups of 320 go 8 + 2). Rows of nibbles 15, 1 and a mixture
 // against rows of +1, -1 and a mixture, one row at a time (the decode step) and four.
 TEST(IntegerProduct, Int4SumsOfWholeGroupsAtTheirLimitsAreExact) {
   for (const Index group : {Index{64}, Index{128}, Index{256}, Index{320}, Index{512}}) {
