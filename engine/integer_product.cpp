@@ -189,8 +189,9 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
     grow(signs_, rows_ * stride_);
     grow(negative_sums_, rows_ * groups_ * 8);
   }
-  // Every x86 path's int4 kernels read the pair order (the portable path never does).
-  pair_order_ = avx2_ && ((group_ == 32 && cols_ % 64 == 0) || group_ % 64 == 0);
+  // Where x86 int4 kernels read the pair order (the portable path never does): every one
+  // in groups of 32; in groups of a multiple of 64 the one-row kernel (row_int4_groups).
+  pair_order_ = avx2_ && ((group_ == 32 && cols_ % 64 == 0) || (group_ % 64 == 0 && rows_ == 1));
   pairs_ = pair_order_ && group_ == 32;
   if (pair_order_) grow(pair_q_, rows_ * stride_);
   if (pairs_) {

@@ -76,7 +76,8 @@ class QuantizedActivations {
   // runs of 32) in: q of each 64 as [0-15, 32-47, 16-31, 48-63] (the low nibbles of both
   // runs, then the high ones), so that 32-bit lanes are [run 1 lanes 0-3, run 2 lanes
   // 0-3, run 1 4-7, run 2 4-7]. Set on the x86 paths for groups of 32 in rows of a
-  // multiple of 64 columns and for groups of a multiple of 64 (pair_order() is true).
+  // multiple of 64 columns and, for one row (a decode step), groups of a multiple of 64
+  // (pair_order() is true).
   bool pair_order() const { return pair_order_; }
   // In groups of 32 (the two runs of 64 weights are groups g, g + 1, g even), with the
   // pair order: per pair, in its lane order, minus the nibble offsets (the start of

@@ -49,7 +49,10 @@ std::string name_of(const Case& c) {
 // of whole blocks of 8 groups of 32 and with a rest of 2, 4 or 6 groups (AVX2's int4
 // kernels take 8 groups' scales at a time); int4 groups of one run, two, four, eight (as
 // many steps of 64 as AVX2's one-row kernel adds in 16 bits), ten (8 + 2 of them) and
-// sixteen (8 + 8); more groups than eight (the float steps' lanes) and fewer.
+// sixteen (8 + 8); groups of 128 in an odd number (3: the last group alone, the scales'
+// tail), of 192 (a fold of 3 steps) in 10 groups (a block of 8 and a tail), of 384 (4 + 2
+// steps) in 3; groups of 3 and 9 runs (the per-group tiles add 8 runs in 16 bits, then
+// 1); more groups than eight (the float steps' lanes) and fewer.
 const Case kCases[] = {
     {WeightFormat::Int8, 0, 37},     {WeightFormat::Int8, 0, 64},     {WeightFormat::Int8, 0, 344},
     {WeightFormat::Int8, 0, 1000},   {WeightFormat::Int8, 32, 96},    {WeightFormat::Int8, 64, 768},
@@ -57,7 +60,9 @@ const Case kCases[] = {
     {WeightFormat::Int4, 32, 64},    {WeightFormat::Int4, 32, 768},   {WeightFormat::Int4, 32, 320},
     {WeightFormat::Int4, 64, 192},   {WeightFormat::Int4, 128, 1024}, {WeightFormat::Int4, 64, 1088},
     {WeightFormat::Int4, 32, 384},   {WeightFormat::Int4, 32, 448},   {WeightFormat::Int4, 256, 768},
-    {WeightFormat::Int4, 320, 640},  {WeightFormat::Int4, 512, 1024},
+    {WeightFormat::Int4, 320, 640},  {WeightFormat::Int4, 512, 1024},  {WeightFormat::Int4, 128, 384},
+    {WeightFormat::Int4, 192, 1920}, {WeightFormat::Int4, 384, 1152},  {WeightFormat::Int4, 96, 288},
+    {WeightFormat::Int4, 288, 576},
 };
 
 EncodedMatrix encoded(const Case& c, Index rows, unsigned seed) {
@@ -156,7 +161,10 @@ TEST(IntegerProduct, EveryPathGivesTheDefinitionsNumbers) {
 // int4 tiles read the pair order, and without their check on it they read empty buffers
 // (this test crashed). 34 groups: blocks of 16 groups' scales, whole and a rest.
 TEST(IntegerProduct, ActivationsQuantizedForAnotherPathGiveTheSameNumbers) {
-  const Case cases[] = {{WeightFormat::Int4, 32, 256}, {WeightFormat::Int4, 32, 1088}, {WeightFormat::Int8, 128, 256}};
+  const Case cases[] = {{WeightFormat::Int4, 32, 256},
+                        {WeightFormat::Int4, 32, 1088},
+                        {WeightFormat::Int8, 128, 256},
+                        {WeightFormat::Int4, 64, 640}};
   for (const Case& c : cases) {
     const EncodedMatrix w = encoded(c, 9, 31);
     for (const Index m : {1, 4, 6}) {
@@ -219,7 +227,8 @@ TEST(IntegerProduct, ProductsOfManyRowsGiveTheDefinitionsNumbers) {
 TEST(IntegerProduct, ARowsNumbersDoNotDependOnItsBatchOrSplit) {
   const Case c{WeightFormat::Int8, 0, 344};
   const Case d{WeightFormat::Int4, 32, 768};
-  for (const Case& e : {c, d}) {
+  const Case wide{WeightFormat::Int4, 64, 768};  // one row: row_int4_groups
+  for (const Case& e : {c, d, wide}) {
     SCOPED_TRACE(name_of(e));
     const EncodedMatrix w = encoded(e, 100, 5);
     constexpr Index m = 9;
@@ -345,7 +354,8 @@ TEST(IntegerProduct, IsWithinTheQuantizationStepOfTheFloatProduct) {
 // An all-zero row gives 0; a row of values too small to scale (below 2^-120) gives 0; a
 // row with a NaN or an infinity gives NaN, and only that row does.
 TEST(IntegerProduct, ZeroTinyAndNonFiniteRows) {
-  for (const Case& c : {Case{WeightFormat::Int8, 0, 64}, Case{WeightFormat::Int4, 32, 128}}) {
+  for (const Case& c : {Case{WeightFormat::Int8, 0, 64}, Case{WeightFormat::Int4, 32, 128},
+                        Case{WeightFormat::Int4, 128, 256}}) {
     SCOPED_TRACE(name_of(c));
     const EncodedMatrix w = encoded(c, 5, 10);
     std::vector<float> x = random_values(5 * c.cols, 11);
@@ -362,6 +372,13 @@ TEST(IntegerProduct, ZeroTinyAndNonFiniteRows) {
         EXPECT_TRUE(std::isnan(y[2 * 5 + r]));
         EXPECT_TRUE(std::isnan(y[3 * 5 + r]));
         EXPECT_TRUE(std::isfinite(y[4 * 5 + r]));
+      }
+      for (Index i = 0; i < 5; ++i) {  // each row alone (a decode step's kernels): the same
+        const std::vector<float> row(x.begin() + i * c.cols, x.begin() + (i + 1) * c.cols);
+        const std::vector<float> alone = product(path, row, 1, w.view());
+        for (Index r = 0; r < 5; ++r)
+          EXPECT_EQ(float_to_bits(alone[static_cast<std::size_t>(r)]), float_to_bits(y[static_cast<std::size_t>(i * 5 + r)]))
+              << "row " << i << ", w row " << r;
       }
     }
   }
@@ -432,8 +449,7 @@ TEST(IntegerProduct, EveryPathQuantizesAlike) {
           }
         }
         // The pair order, as integer_product.h states it, from the portable buffers.
-        ASSERT_EQ(got.pair_order(),
-                  path != KernelPath::Portable && ((group == 32 && cols % 64 == 0) || group % 64 == 0));
+        ASSERT_EQ(got.pair_order(), path != KernelPath::Portable && group == 32 && cols % 64 == 0);
         ASSERT_EQ(got.pairs(), got.pair_order() && group == 32);
         if (!got.pair_order()) continue;
         const Index runs_of_16[4] = {0, 32, 16, 48};  // where each 16 of pair order comes from
@@ -453,6 +469,30 @@ TEST(IntegerProduct, EveryPathQuantizesAlike) {
             ASSERT_EQ(float_to_bits(got.pair_scales(i)[g * 8 + l]), float_to_bits(want.scales(i)[group_of_lane]));
           }
         }
+      }
+    }
+  }
+}
+
+// One row (a decode step) in groups of a multiple of 64 is arranged in the pair order too,
+// for row_int4_groups; more rows in such groups are not (no kernel reads them).
+TEST(IntegerProduct, OneRowInGroupsOfAMultipleOf64IsArrangedInThePairOrder) {
+  for (const auto& [cols, group] : {std::pair<Index, Index>{768, 64}, {1088, 64}, {1024, 128}, {768, 768}}) {
+    SCOPED_TRACE(std::to_string(cols) + " columns in groups of " + std::to_string(group));
+    const std::vector<float> x = random_values(2 * cols, 23, 3.0f);
+    for (const KernelPath path : paths()) {
+      SCOPED_TRACE(kernels::kernel_path_name(path));
+      QuantizedActivations one, two;
+      one.quantize_on(path, ConstMatrixRef(x.data(), 1, cols), group);
+      two.quantize_on(path, ConstMatrixRef(x.data(), 2, cols), group);
+      ASSERT_FALSE(two.pair_order());
+      ASSERT_FALSE(one.pairs());
+      ASSERT_EQ(one.pair_order(), path != KernelPath::Portable);
+      if (!one.pair_order()) continue;
+      const Index runs_of_16[4] = {0, 32, 16, 48};  // where each 16 of pair order comes from
+      for (Index k = 0; k < cols; ++k) {
+        const Index in_64 = k % 64, from = k - in_64 + runs_of_16[in_64 / 16] + in_64 % 16;
+        ASSERT_EQ(one.pair_q(0)[k], one.q(0)[from]) << "pair order " << k;
       }
     }
   }

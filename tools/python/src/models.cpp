@@ -114,11 +114,13 @@ LoadOptions compute_keywords(int threads, const std::string& compute_type, const
   }
   // An int as every int keyword is (not a bool), within --group-size's range.
   if (!group_size.is_none()) options.group_size = static_cast<int>(as_integer(group_size, "group_size", 0, 1 << 24));
-  // CTranslate2's names are all types without scales; the library would name ordo's type
-  // for them ("is set for auto"), not the one the caller wrote.
+  // None of CTranslate2's names takes a group size ('default' keeps the weights as stored,
+  // the others have no scales); the library would name ordo's type ("is set for auto"),
+  // not the one the caller wrote.
   if (name != compute_type && !group_size.is_none())
-    throw_option_error("group_size", "is set for compute_type='" + compute_type +
-                                         "', which has no scales: a group size needs 'int8' or 'int4'");
+    throw_option_error("group_size", "is set for compute_type='" + compute_type + "'" +
+                                         (name == "auto" ? " (the weights as stored)" : ", which has no scales") +
+                                         ": a group size needs 'int8' or 'int4'");
   if (threads < 0) throw_option_error("threads", "must be >= 0 (0: keep the current number), got " + std::to_string(threads));
   if (threads > 0) set_threads(threads);
   return options;

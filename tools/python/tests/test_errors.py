@@ -63,7 +63,7 @@ def test_compute_types_ordo_lacks_are_refused_with_the_ones_it_has(compute_type)
     ({"compute_type": "int4", "group_size": 2**31}, r"must be in \[0, 16777216\]"),
     ({"group_size": 32}, "is set for auto"),
     ({"compute_type": "f16", "group_size": 32}, "is set for f16, which has no scales"),
-    ({"compute_type": "default", "group_size": 32}, "is set for compute_type='default', which has no scales"),
+    ({"compute_type": "default", "group_size": 32}, r"is set for compute_type='default' \(the weights as stored\)"),
     ({"compute_type": "float16", "group_size": 0}, "is set for compute_type='float16', which has no scales"),
     ({"compute_type": "int4", "group_size": 48}, "a positive multiple of 32"),
 ])
