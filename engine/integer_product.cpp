@@ -686,10 +686,11 @@ ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix
 // the end of the group (or of kFoldSteps steps) one fold, adding the two runs' halves,
 // and one vpmaddwd give the group's eight lanes in the definition's order. The per-group
 // tiles (tile_avx2) convert, scale and add eight lanes for every run of 32 and widen
-// every run to 32 bits. One thread, 768 x 2048, one row: groups of 64 25.8 -> 40.7
-// GMAC/s, 128 32.8 -> 51.4, 256 37.0 -> 52.4 (groups of 32, row_int4_pairs: 38.3). In
-// batches the per-group tiles stay: a tile of 4 activation rows against one weight row
-// in this order ran slower than their 4 x 2 tiles for groups of 64 and no faster above.
+// every run to 32 bits. One thread, one row, 768 weight rows of 2048 on the AVX2 path:
+// groups of 64 25.8 -> 45.7 GMAC/s, 128 32.8 -> 55.7, 256 37.0 -> 60.6 (groups of 32,
+// row_int4_pairs: 38.3). In batches the per-group tiles stay: a tile of 4 activation
+// rows against one weight row in this order ran slower than their 4 x 2 tiles for groups
+// of 64 and no faster above (so did AVX-512 tiles of 4 x 2 taking two groups a step).
 
 // Steps of 64 weights whose pairs add up in 16 bits: a pair is at most 2 x 15 x 127 in
 // magnitude, and a fold adds two runs' pairs, so 4 steps reach 16 x 1905 = 30480 < 2^15.
