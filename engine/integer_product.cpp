@@ -313,11 +313,6 @@ ORDO_AVX2 inline __m256i unpack_int4(const std::uint8_t* run) {
   return _mm256_set_m128i(high, low);
 }
 
-// n (0..15) times q: pairs sum to at most 2 * 15 * 127, no saturation.
-ORDO_AVX2 inline __m256i lanes_nibbles(__m256i n, __m256i q) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(n, q), _mm256_set1_epi16(1));
-}
-
 ORDO_AVX2 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // int8 tiles of 4 activation rows x 2 weight rows take a second formulation without
@@ -544,6 +539,20 @@ ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, I
 alignas(32) constexpr std::int32_t kPairPicks[4][8] = {
     {0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 2, 3, 3, 3, 3}, {4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}};
 
+// Weight rows r, r + spacing, ..., r + (NR - 1) spacing of an int4 matrix: their packed
+// bytes and F16 scales, as the one-row kernels walk them.
+template <int NR>
+struct Int4Rows {
+  const std::uint8_t* values[NR];
+  const std::uint16_t* scales[NR];
+  Int4Rows(const WeightMatrix& w, Index r, Index spacing) {
+    for (int j = 0; j < NR; ++j) {
+      values[j] = w.row<std::uint8_t>(r + j * spacing);
+      scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
+    }
+  }
+};
+
 // row_int4_pairs' c of the last n < 8 groups of a row, from g (the rest 0): apart, so
 // that the loop keeps its registers.
 template <int NR>
@@ -572,12 +581,7 @@ ORDO_AVX2 __attribute__((noinline)) void last_block_scales(const float* activati
 template <int NR>
 ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i, Index r, Index spacing,
                               Index first, float* y) {
-  const std::uint8_t* rows[NR];
-  const std::uint16_t* scales[NR];
-  for (int j = 0; j < NR; ++j) {
-    rows[j] = w.row<std::uint8_t>(r + j * spacing);
-    scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
-  }
+  const Int4Rows<NR> rows(w, r, spacing);
   const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   const std::int8_t* q = a.pair_q(i);
   const std::int32_t* minus_offsets = a.pair_minus_offsets(i);
@@ -590,9 +594,9 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
         const __m256 s = _mm256_loadu_ps(a.scales(i) + g);
         for (int j = 0; j < NR; ++j)
           block_c[j] =
-              _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + g))));
+              _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.scales[j] + g))));
       } else {
-        last_block_scales<NR>(a.scales(i) + g, scales, g, a.groups() - g, block_c);
+        last_block_scales<NR>(a.scales(i) + g, rows.scales, g, a.groups() - g, block_c);
       }
     }
     // This step's two: c_g in lanes 0-3, c_g+1 in lanes 4-7.
@@ -600,7 +604,7 @@ ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix&
     const __m256i q_low = load(q + k), q_high = load(q + k + 32);
     const __m256i minus_low = load(minus_offsets + g * 8), minus_high = load(minus_offsets + g * 8 + 8);
     for (int j = 0; j < NR; ++j) {
-      const __m256i bytes = load(rows[j] + k / 2);
+      const __m256i bytes = load(rows.values[j] + k / 2);
       const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
       const __m256i p_low = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, q_low), ones), minus_low);
       const __m256i p_high = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, q_high), ones), minus_high);
@@ -786,21 +790,16 @@ ORDO_AVX2 inline void block_scales(const float* activation_scales, const std::ui
 template <int NR, int kSteps>
 ORDO_AVX2 void row_int4_groups(const QuantizedActivations& a, const WeightMatrix& w, Index i, Index r, Index spacing,
                                Index first, float* y) {
-  const std::uint8_t* rows[NR];
-  const std::uint16_t* scales[NR];
-  for (int j = 0; j < NR; ++j) {
-    rows[j] = w.row<std::uint8_t>(r + j * spacing);
-    scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
-  }
+  Int4Rows<NR> rows(w, r, spacing);  // its values walk the row
   const Index groups = a.groups(), group = kSteps > 0 ? 64 * kSteps : a.group();
   GroupCursor at{a.pair_q(i), a.nibble_offsets(i)};
   __m256 even[NR], odd[NR];
   for (int j = 0; j < NR; ++j) even[j] = odd[j] = _mm256_setzero_ps();
   alignas(32) float c[NR][8];
   for (Index g = 0; g < groups; g += 2) {
-    if (g % 8 == 0) block_scales<NR>(a.scales(i), scales, g, groups, c);
-    group_step_one_row<NR, kSteps>(at, rows, group, c, g % 8, even);
-    if (g + 1 < groups) group_step_one_row<NR, kSteps>(at, rows, group, c, g % 8 + 1, odd);
+    if (g % 8 == 0) block_scales<NR>(a.scales(i), rows.scales, g, groups, c);
+    group_step_one_row<NR, kSteps>(at, rows.values, group, c, g % 8, even);
+    if (g + 1 < groups) group_step_one_row<NR, kSteps>(at, rows.values, group, c, g % 8 + 1, odd);
   }
   for (int j = 0; j < NR; ++j) y[r + j * spacing - first] = integer_detail::final_sum(even[j], odd[j]);
 }
