@@ -78,12 +78,10 @@ Grid token_similarity(const EncoderOutput& a, const EncoderOutput& b) {
 // model is compared, the scaling applies to those it can (a chosen model without RoPE
 // is refused, as by every command).
 Model load_compared(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
-  const std::string& scaling = options.common.rope_scaling;
-  const std::string& compute = options.common.compute_type;
-  const int group_size = options.common.group_size;
-  if (scaling.empty() || (all_shipped && Model::load(dir, quiet).info().position_encoding != "rope"))
-    return Model::load(dir, load_options("", compute, group_size));
-  return Model::load(dir, load_options(scaling, compute, group_size));
+  const CommonOptions& common = options.common;
+  const bool scaled = !common.rope_scaling.empty() &&
+                      (!all_shipped || Model::load(dir, quiet).info().position_encoding == "rope");
+  return Model::load(dir, load_options(scaled ? common.rope_scaling : "", common.compute_type, common.group_size));
 }
 
 Compared compare(const std::filesystem::path& dir, const CompareOptions& options, bool all_shipped) {
