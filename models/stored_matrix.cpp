@@ -41,11 +41,13 @@ void check_shape(const StoredTensor& t, const Shape& want, const std::string& me
                 "is config.json from another checkpoint?");
 }
 
-// The scales of a quantized matrix: present, of `dtype`, shaped [rows] (int8, a scale a
-// row) or [rows, cols / group], every one finite and > 0.
+// The scales of a quantized matrix: present, of `dtype`, shaped [rows, cols / group] or,
+// for int8 with a scale a row, [rows] (the contract's two spellings of one group a row:
+// both are read; an int4 model's int8 fallback is [rows] alone, as ordo quantize writes
+// it), every one finite and > 0.
 template <class T>
 const T* checked_scales(const StoredTensor& values, const StoredTensor& scales, DType dtype, const TensorSpec& spec,
-                        Index group, std::vector<std::vector<std::byte>>& copies) {
+                        Index group, bool int4_fallback, std::vector<std::vector<std::byte>>& copies) {
   const Index rows = spec.shape[0], cols = spec.shape[1];
   const std::string name = scale_tensor_name(values.info->name);
   const char* format = dtype == DType::F32 ? "int8" : "int4";
@@ -57,10 +59,13 @@ const T* checked_scales(const StoredTensor& values, const StoredTensor& scales, 
                                    std::string(dtype_name(dtype)) + " (" + format + " scales)");
   const bool per_row = dtype == DType::F32 && group == cols;
   const Shape want = per_row ? Shape{rows} : Shape{rows, cols / group};
-  check_shape(scales, want,
-              to_string(want) + (per_row ? " (one scale per row)" : " (rows x cols/group_size=" + std::to_string(group) + ")"));
+  const bool as_groups = per_row && !int4_fallback && scales.info->shape == Shape{rows, 1};
+  if (!as_groups)
+    check_shape(scales, want,
+                per_row ? to_string(want) + " (one scale per row)" + (int4_fallback ? "" : " or " + to_string(Shape{rows, 1}))
+                        : to_string(want) + " (rows x cols/group_size=" + std::to_string(group) + ")");
   const T* data = aligned<T>(scales, copies);
-  const auto count = static_cast<std::size_t>(element_count(want));
+  const auto count = static_cast<std::size_t>(rows * (cols / group));
   for (std::size_t i = 0; i < count; ++i) {
     const float scale = dtype == DType::F32 ? static_cast<float>(data[i]) : half_to_float(static_cast<std::uint16_t>(data[i]));
     if (!(scale > 0.0f) || !std::isfinite(scale))
@@ -146,7 +151,8 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       require_quantization(values, stored, WeightFormat::Int8);
       check_shape(values, spec.shape, spec.shape_meaning + " (int8)");
       const Index group = checked_group(values, stored, cols);
-      const float* s = checked_scales<float>(values, scales, DType::F32, spec, group, copies);
+      const float* s = checked_scales<float>(values, scales, DType::F32, spec, group,
+                                            quantization.type == WeightFormat::Int4, copies);
       return WeightMatrix::int8(reinterpret_cast<const std::int8_t*>(values.info->bytes.data()), s, rows, cols, group);
     }
     case DType::U8: {
@@ -157,7 +163,7 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       meaning.append(" (int4: two weights a byte of ").append(spec.shape_meaning).append(")");
       check_shape(values, Shape{rows, cols / 2}, meaning);
       const Index group = checked_group(values, quantization, cols);
-      const std::uint16_t* s = checked_scales<std::uint16_t>(values, scales, DType::F16, spec, group, copies);
+      const std::uint16_t* s = checked_scales<std::uint16_t>(values, scales, DType::F16, spec, group, false, copies);
       return WeightMatrix::int4(reinterpret_cast<const std::uint8_t*>(values.info->bytes.data()), s, rows, cols, group);
     }
     default:

@@ -640,6 +640,27 @@ TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
   }
 }
 
+// One scale a row has two spellings in the contract: [out] and [out, in / group_size]
+// with one group a row, [out, 1]. Both load, as the same numbers.
+TEST(Quantized, Int8ScalesOfOneGroupARowMayBeShapedOutByOne) {
+  const fs::path root = temp_dir("scales-out-by-one");
+  quantize_model(kWeights / "sinusoidal", root / "rows", {ComputeType::Int8, -1});
+  int reshaped = 0;
+  const fs::path dir = broken_int8_copy(root / "columns", [&](std::vector<EncodedTensor>& tensors) {
+    for (EncodedTensor& t : tensors)
+      if (t.name.ends_with("_scale") && t.shape.size() == 1) {
+        t.shape = {t.shape[0], 1};
+        ++reshaped;
+      }
+  });
+  ASSERT_GT(reshaped, 0);
+  const auto as_rows = run_ordo("translate --json --model " + shell_quote((root / "rows").string()) + " 'cats chase dogs'");
+  const auto as_columns = run_ordo("translate --json --model " + shell_quote(dir.string()) + " 'cats chase dogs'");
+  ASSERT_EQ(as_columns.exit_code, 0) << as_columns.err;
+  EXPECT_EQ(as_columns.out, as_rows.out);
+  fs::remove_all(root);
+}
+
 TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {
   const fs::path dir = temp_dir("quantized-config") / "model";
   quantize_model(kWeights / "sinusoidal", dir, {ComputeType::Int8, -1});
@@ -711,6 +732,9 @@ TEST(Quantized, AMixedInt4DirectoryIsHeldToItsRule) {
          s.bytes = filled<float>(64 * 5, 0.01f);
        },
        unchanged, {fallback + "_scale", "[64, 5]", "expected [64] (one scale per row)"}},
+      {"an int8 fallback with its scales as one group a row",  // [out] alone, as ordo quantize writes it
+       [&](auto& t) { tensor_named(t, fallback + "_scale").shape = {64, 1}; },
+       unchanged, {fallback + "_scale", "[64, 1]", "expected [64] (one scale per row)"}},
       {"a group size that no longer divides an int4 width", [](auto&) {},
        {{"type", "int4"}, {"group_size", 128}},
        {"is int4", "64 weights", "group_size=128"}},

@@ -148,8 +148,6 @@ def _dequantize_one(name: str, w: Tensor, scale: Tensor, quantization: dict, sou
     if not (torch.isfinite(s).all() and (s > 0).all()):
         raise ValueError(f"{where}{SCALE_SUFFIX}: scales must be finite and > 0")
     q = w.to(torch.float64) if kind == "int8" else unpack_int4(w, cols).to(torch.float64)
-    if kind == "int8" and (q == -128).any():
-        raise ValueError(f"{where}: holds -128, outside int8's symmetric [-127, 127]")
     return (q.reshape(rows, cols // group, group) * s.unsqueeze(2)).reshape(rows, cols)
 
 
