@@ -65,22 +65,37 @@ json bench_json(const std::string& arguments) {
   return r.exit_code == 0 ? json::parse(r.out) : json::object();
 }
 
+// The bytes of a float32 tensor run as `compute_type`, from the layout README's
+// "Quantized weights" gives: weight matrices (2-D ".weight"s) take the format, norms and
+// biases stay float32. int8: a byte a weight and a float32 scale a row; int4 (groups of
+// 32): half a byte a weight and an F16 scale a group, or int8's where 32 does not divide
+// the width.
+double bytes_as(const TensorInfo& t, const std::string& compute_type) {
+  const double elements = static_cast<double>(element_count(t.shape));
+  if (compute_type == "f32" || t.shape.size() != 2 || !t.name.ends_with(".weight")) return 4.0 * elements;
+  const double rows = static_cast<double>(t.shape[0]);
+  const bool packs = t.shape[1] % 32 == 0;
+  if (compute_type == "int4" && packs) return elements / 2 + 2.0 * elements / 32;
+  if (compute_type == "int8" || compute_type == "int4") return elements + 4.0 * rows;
+  return 2.0 * elements;  // f16, bf16
+}
+
 // The bytes one decode step reads, counted from the file's own tensor list: every
 // decoder tensor except the cross-attention K/V projections (once per source) and the
 // embedding tables (a step gathers a few rows), plus the output projection, which for
-// these tied models is the shared embedding, and its bias. float32: 4 bytes an element.
-double decode_step_bytes(const fs::path& dir) {
+// these tied models is the shared embedding, and its bias.
+double decode_step_bytes(const fs::path& dir, const std::string& compute_type = "f32") {
   const SafetensorsFile file = SafetensorsFile::open(dir / "model.safetensors");
-  Index elements = 0;
+  double bytes = 0;
   for (const TensorInfo& t : file.tensors()) {
     const std::string& n = t.name;
     const auto has = [&](const char* part) { return n.find(part) != std::string::npos; };
     const bool decoder = n.starts_with("model.decoder.") && !has("encoder_attn.k_proj") &&
                          !has("encoder_attn.v_proj") && !has("embed_");
     if (decoder || n == "model.shared.weight" || n == "lm_head.weight" || n == "final_logits_bias")
-      elements += element_count(t.shape);
+      bytes += bytes_as(t, compute_type);
   }
-  return 4.0 * static_cast<double>(elements);
+  return bytes;
 }
 
 void expect_metrics(const json& j) {
@@ -107,6 +122,31 @@ TEST(BenchCli, DecodeBoundIsBandwidthOverTheWeightsOneStepReads) {
   EXPECT_EQ(j["decode_weight_bytes"].get<double>(), bytes);
   EXPECT_NEAR(j["decode_bound_tok_s"].get<double>(), j["bandwidth_gbs"].get<double>() * 1e9 / bytes,
               1e-9 * j["decode_bound_tok_s"].get<double>());
+}
+
+// The bound is for the format in use: with --compute-type a step reads the bytes of the
+// converted matrices (scales included), and the report names what they run as. The model
+// is 32 wide with a 40-wide feed-forward in the decoder, so int4 packs 31 matrices in
+// groups of 32 and keeps the decoder's two fc2 (40 wide) as int8 with a scale a row.
+TEST(BenchCli, DecodeBytesAndBoundAreThoseOfTheComputeType) {
+  const fs::path dir = tiny_model("widths", {{"d_model", 32}, {"encoder_ffn_dim", 64}, {"decoder_ffn_dim", 40}});
+  struct Case {
+    std::string type, weights;
+  };
+  for (const Case& c : {Case{"f32", "f32"}, Case{"f16", "f16"}, Case{"bf16", "bf16"}, Case{"int8", "int8 (a scale per row)"},
+                        Case{"int4", "int4 (groups of 32): 31 matrices and int8 (a scale per row): 2 matrices"}}) {
+    SCOPED_TRACE(c.type);
+    const json j = bench_json(model_flag(dir) + kQuick + " --compute-type " + c.type);
+    EXPECT_EQ(j["decode_weight_bytes"].get<double>(), decode_step_bytes(dir, c.type));
+    EXPECT_NEAR(j["decode_bound_tok_s"].get<double>(), j["bandwidth_gbs"].get<double>() * 1e9 / decode_step_bytes(dir, c.type),
+                1e-9 * j["decode_bound_tok_s"].get<double>());
+    EXPECT_EQ(j["compute_type"].get<std::string>(), c.weights);
+  }
+  EXPECT_LT(decode_step_bytes(dir, "int4"), decode_step_bytes(dir, "int8"));
+  const auto table = run_ordo("bench" + model_flag(dir) + kQuick + " --compute-type int8");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("  weights "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("int8 (a scale per row)"), std::string::npos) << table.out;
 }
 
 // Which kernels ran is part of a measurement: the path this process would take (the

@@ -111,7 +111,8 @@ first = next(iter(runs.values()))["ordo"]
 print(f"model {first['model']}: batch {first['batch']}, src-len {first['src_len']}, "
       f"new-tokens {first['new_tokens']}, beam {first['beam']}, threads {first['threads']}; "
       f"{len(runs)} rounds, each engine's medians of {first['repeats']} runs after {first['warmup']} warm-up")
-print(f"weights: ordo --compute-type {sys.argv[2]} on its {first['kernels']} kernels; peer {sys.argv[3]}")
+print(f"weights: ordo --compute-type {sys.argv[2]}, as {first['compute_type']}, on its {first['kernels']} kernels; "
+      f"peer {sys.argv[3]}")
 keys = [("load_s", "lower"), ("encode_tok_s", "higher"), ("decode_tok_s", "higher"),
         ("peak_rss_mb", "lower"), ("gemm_gflops", "higher"), ("encode_gflops", "higher"),
         ("bandwidth_gbs", "higher"), ("decode_bound_tok_s", "higher")]

@@ -728,7 +728,7 @@ def run(args, directory: Path, name: str) -> dict:
     bandwidth = statistics.median(bandwidths)
     return {
         "engine": "pytorch", "torch": torch.__version__, "model": name, "decoder_only": decoder_only,
-        "weights": "int8 (quantize_dynamic)" if args.quantize == "int8" else "f32",
+        "compute_type": "int8 (quantize_dynamic)" if args.quantize == "int8" else "f32",
         "batch": args.batch, "src_len": args.src_len, "new_tokens": args.new_tokens, "beam": args.beam,
         "threads": args.threads, "repeats": args.repeats, "warmup": args.warmup,
         "load_s": statistics.median(loads),
@@ -747,7 +747,7 @@ def run(args, directory: Path, name: str) -> dict:
 def print_table(r: dict) -> None:
     kind = "prompt" if r["decoder_only"] else "source"
     print(f"bench_peer (PyTorch {r['torch']}): {r['model']}{' (decoder-only)' if r['decoder_only'] else ''}, "
-          f"weights {r['weights']}\n"
+          f"weights as {r['compute_type']}\n"
           f"  batch {r['batch']}, {kind} {r['src_len']} tokens, {r['new_tokens']} new tokens, beam {r['beam']}, "
           f"{r['threads']} threads; medians of {r['repeats']} runs after {r['warmup']} warm-up\n")
     rows = [("load", f"{r['load_s']:.4f} s", "directory open to ready"),

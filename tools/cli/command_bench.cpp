@@ -98,6 +98,7 @@ void run_bench(const BenchOptions& options) {
     std::optional<ScratchModel> scratch;
     if (!options.shape.empty()) scratch.emplace(shape_named(options.shape));
     model = timed_loads(scratch ? scratch->dir() : fs::path(options.model_dir), options, measured.load_s);
+    measured.compute_type = model->info().compute_type;  // info() reads the directory
   }  // a scratch directory is gone now; its mapping stays valid
   check_lengths(*model, options);
   measured.decode_weight_bytes = model->decode_step_bytes();

@@ -17,6 +17,7 @@ struct Measurements {
   std::vector<double> load_s, encode_s, decode_s, gemm_gflops, bandwidth_gbs;  // one per measured run
   double peak_rss_mb = 0;
   double decode_weight_bytes = 0, encode_flops = 0;
+  std::string compute_type;  // what the weight matrices ran as: ModelInfo::compute_type
   std::vector<int> sample_ids;
 };
 
