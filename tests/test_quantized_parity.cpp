@@ -50,6 +50,7 @@
 #include "models/loaded_model.h"
 #include "models/safetensors.h"
 #include "ordo/quantize.hpp"
+#include "tests/cli_runner.h"
 #include "tests/model_factory.h"
 #include "tests/parity_support.h"
 #include "tests/reference.h"
@@ -305,6 +306,48 @@ TEST(QuantizedParity, OrdoQuantizeWritesTheOraclesBytes) {
   }
   std::filesystem::remove_all(scratch);
   EXPECT_GE(tensors, 500u);
+}
+
+// ordo quantize writes what --compute-type converts at load in every family's layout, not
+// only ordo's own: Hugging Face's Marian (sharded .bin files), T5, NLLB and LLaMA (sharded
+// safetensors), from F32 and F16. The same ids and scores, bit for bit as printed.
+TEST(QuantizedParity, EveryFamilysQuantizedDirectoryRunsAsItsComputeType) {
+  using testing_support::run_ordo;
+  using testing_support::shell_quote;
+  struct Family {
+    std::string model, run;
+  };
+  // The oracle's dequantized twins are float models whose widths int4 packs (most of them:
+  // q4-llama-kv2-mixed keeps a width int8); the .bin Marian is the parity model as made.
+  const std::vector<Family> families = {
+      {"marian-separate-untied-f32-sharded-bin", "translate --source-ids '3 4 5 1' --max-length 6 --beam 2"},
+      {"q4-marian-separate-untied-sharded-dequantized", "translate --source-ids '3 4 5 1' --max-length 6"},
+      {"q4-t5-gated-gelu-untied-dequantized", "translate --source-ids '3 4 5 1' --max-length 6"},
+      {"q4-nllb-gelu-dequantized", "translate --source-ids '3 4 5 1' --target-lang deu_Latn --max-length 6"},
+      {"q4-nllb-gelu-dequantized", "score --source-ids '3 4 5 1' --target-ids '6 7 1' --target-lang deu_Latn"},
+      {"q4-llama-kv2-mixed-dequantized", "generate --prompt-ids '3 4 5' --max-length 6"},
+  };
+  const std::filesystem::path scratch = testing_support::temp_dir("family_directories");
+  for (const Family& f : families)
+    for (const char* type : {"int8", "int4"}) {
+      SCOPED_TRACE(f.model + " " + type);
+      const std::filesystem::path original = parity_dir() / f.model;
+      const std::filesystem::path out = scratch / (f.model + "-" + type + "-" + f.run.substr(0, f.run.find(' ')));
+      const auto written = run_ordo("quantize --model " + shell_quote(original.string()) + " --out " +
+                                    shell_quote(out.string()) + " --type " + type);
+      ASSERT_EQ(written.exit_code, 0) << written.err;
+      const auto stored = run_ordo(f.run + " --json --model " + shell_quote(out.string()));
+      const auto converted = run_ordo(f.run + " --json --model " + shell_quote(original.string()) + " --compute-type " + type);
+      ASSERT_EQ(stored.exit_code, 0) << stored.err;
+      ASSERT_EQ(converted.exit_code, 0) << converted.err;
+      EXPECT_EQ(stored.out, converted.out);
+      // ...and the directory holds the type: int4 packs some of its matrices.
+      const auto format = run_ordo("inspect --json --model " + shell_quote(out.string()));
+      ASSERT_EQ(format.exit_code, 0) << format.err;
+      const std::string formats = nlohmann::json::parse(format.out)["compute_type"].get<std::string>();
+      EXPECT_EQ(formats.substr(0, 4), type) << formats;
+    }
+  std::filesystem::remove_all(scratch);
 }
 
 }  // namespace
