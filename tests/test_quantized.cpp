@@ -31,6 +31,7 @@ namespace ordo {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::file_text;
 using testing_support::run_ordo;
 using testing_support::shell_quote;
 using testing_support::temp_dir;
@@ -374,6 +375,47 @@ TEST(Quantized, AQuantizedDirectoryRunsAsTheComputeTypeDoes) {
   fs::remove_all(dir);
 }
 
+// Every command that loads a model takes --compute-type and runs the converted model, as
+// the quantized directory runs: eval (whose report names the format), viz attention (the
+// same numbers), and tokenize and detokenize (which read no weights: the same output).
+TEST(Quantized, EveryCommandThatLoadsAModelTakesTheComputeType) {
+  const fs::path dir = temp_dir("every-command");
+  const fs::path original = kWeights / "sinusoidal", stored = dir / "int4";
+  quantize_model(original, stored, {ComputeType::Int4, -1});
+  std::ofstream(dir / "set.tsv") << "cats chase dogs\tKatzen jagen Hunde\nthe dog sleeps\tder Hund schläft\n";
+  // The output with the quantized directory and with --compute-type int4 on the original.
+  const auto both = [&](const std::string& run) {
+    const auto from_stored = run_ordo(run + " --model " + shell_quote(stored.string()));
+    const auto converted = run_ordo(run + " --model " + shell_quote(original.string()) + " --compute-type int4");
+    EXPECT_EQ(from_stored.exit_code, 0) << run << "\n" << from_stored.err;
+    EXPECT_EQ(converted.exit_code, 0) << run << "\n" << converted.err;
+    return std::pair{from_stored.out, converted.out};
+  };
+  auto [eval_stored, eval_converted] = both("eval --json --data " + shell_quote((dir / "set.tsv").string()));
+  nlohmann::json a = nlohmann::json::parse(eval_stored), b = nlohmann::json::parse(eval_converted);
+  EXPECT_EQ(a["compute_type"], "int4 (groups of 32)");
+  a.erase("model");  // the directories' paths
+  b.erase("model");
+  EXPECT_EQ(a, b);
+  const auto csv = dir / "attention.csv";
+  const std::string attention = "viz attention 'cats chase dogs' --kind cross --head all --out " + shell_quote(csv.string());
+  const auto stored_run = run_ordo(attention + " --model " + shell_quote(stored.string()));
+  ASSERT_EQ(stored_run.exit_code, 0) << stored_run.err;
+  const std::string stored_numbers = file_text(csv);
+  const auto converted_run = run_ordo(attention + " --model " + shell_quote(original.string()) + " --compute-type int4");
+  ASSERT_EQ(converted_run.exit_code, 0) << converted_run.err;
+  EXPECT_EQ(file_text(csv), stored_numbers);
+  const auto f32_run = run_ordo(attention + " --model " + shell_quote(original.string()));
+  ASSERT_EQ(f32_run.exit_code, 0) << f32_run.err;
+  EXPECT_NE(file_text(csv), stored_numbers);  // int4 moves the weights, so the probabilities
+  for (const std::string run : {"tokenize --json 'cats chase dogs'", "detokenize '133 85 123 1'"}) {
+    const auto [from_stored, converted] = both(run);
+    EXPECT_EQ(from_stored, converted) << run;
+    EXPECT_EQ(converted, run_ordo(run + " --model " + shell_quote(original.string())).out) << run;
+  }
+  fs::remove_all(dir);
+}
+
 // A random model with widths int4 packs (d_model 64) beside ones it cannot in groups of
 // 32 (the encoder's feed-forward, 40) or 64 (also the decoder's, 96).
 nlohmann::json mixed_width_config() {
@@ -659,6 +701,32 @@ TEST(Quantized, Int8ScalesOfOneGroupARowMayBeShapedOutByOne) {
   ASSERT_EQ(as_columns.exit_code, 0) << as_columns.err;
   EXPECT_EQ(as_columns.out, as_rows.out);
   fs::remove_all(root);
+}
+
+// --compute-type on a model it cannot convert: one line naming the tensor and the rule,
+// exit 1 (the flags themselves are fine, so not 2).
+TEST(Quantized, AModelTheComputeTypeCannotHoldIsRefusedNamingTheTensor) {
+  const std::string weight = "model.decoder.layers.0.fc1.weight";
+  // Weights of 1e6: an int4 scale of 1e6 / 7 is beyond F16's 65504.
+  const fs::path dir = broken_int8_copy(temp_dir("cannot-convert") / "model", [&](auto& t) {
+    EncodedTensor& w = tensor_named(t, weight);
+    w.bytes = filled<float>(element_count(w.shape), 1e6f);
+  }, "f32");
+  struct Case {
+    std::string flags;
+    std::vector<std::string> says;
+  };
+  for (const Case& c : {Case{"--compute-type int4", {weight, "beyond F16's range"}},
+                        Case{"--compute-type int8 --group-size 7", {"model.shared.weight", "groups of 7", "not a multiple"}}}) {
+    SCOPED_TRACE(c.flags);
+    const auto r = run_ordo("translate --model " + shell_quote(dir.string()) + " " + c.flags + " 'cats chase dogs'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const std::string& s : c.says) EXPECT_NE(r.err.find(s), std::string::npos) << "'" << s << "' in " << r.err;
+  }
+  // The same model runs as int8, whose scale (1e6 / 127) a float32 holds.
+  EXPECT_EQ(run_ordo("translate --model " + shell_quote(dir.string()) + " --compute-type int8 'cats'").exit_code, 0);
+  fs::remove_all(dir.parent_path());
 }
 
 TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {

@@ -113,6 +113,7 @@ void run_eval(EvalOptions options) {
   if (options.common.json) {
     nlohmann::json result = {{"data", options.data},
                              {"model", options.common.model_dir},
+                             {"compute_type", model.info().compute_type},
                              {"sentences", hypotheses.size()},
                              {"exact_match", acc.exact_match},
                              {"token_accuracy", acc.token_accuracy},
@@ -126,7 +127,7 @@ void run_eval(EvalOptions options) {
     return;
   }
   std::cout << std::fixed << std::setprecision(2) << "model:          " << options.common.model_dir
-            << "\ndata:           " << options.data << "\nsentences:      " << hypotheses.size()
+            << "\nweights:        " << model.info().compute_type << "\ndata:           " << options.data << "\nsentences:      " << hypotheses.size()
             << "\nexact match:    " << acc.exact_match << " %\ntoken accuracy: " << acc.token_accuracy
             << " %\nBLEU:           " << bleu.bleu << "\n";
   if (failures > 0)
