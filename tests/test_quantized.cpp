@@ -38,6 +38,13 @@ using testing_support::temp_dir;
 
 const fs::path kWeights = fs::path(ORDO_SOURCE_DIR) / "weights";
 
+// ordo quantize's options for `type`, its group size the type's default.
+QuantizeOptions to(ComputeType type) {
+  QuantizeOptions options;
+  options.type = type;
+  return options;
+}
+
 std::vector<float> random_values(Index count, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   return reference::random_vector(count, rng, -scale, scale);
@@ -381,7 +388,7 @@ TEST(Quantized, AQuantizedDirectoryRunsAsTheComputeTypeDoes) {
 TEST(Quantized, EveryCommandThatLoadsAModelTakesTheComputeType) {
   const fs::path dir = temp_dir("every-command");
   const fs::path original = kWeights / "sinusoidal", stored = dir / "int4";
-  quantize_model(original, stored, {ComputeType::Int4, -1});
+  quantize_model(original, stored, to(ComputeType::Int4));
   std::ofstream(dir / "set.tsv") << "cats chase dogs\tKatzen jagen Hunde\nthe dog sleeps\tder Hund schläft\n";
   // The output with the quantized directory and with --compute-type int4 on the original.
   const auto both = [&](const std::string& run) {
@@ -544,6 +551,77 @@ TEST(Quantized, QuantizeRefusesToWriteOverFilesAndBadOptions) {
   fs::remove_all(dir);
 }
 
+// The output as a user names it: with a trailing slash (a shell's completion), or an
+// existing empty directory, which is filled and kept as it was: its permissions, and a
+// symbolic link to it. What cannot be written is one line naming the user's path, never
+// the temporary directory's, and no "internal error".
+TEST(Quantized, QuantizeFillsTheDirectoryAsTheUserNamedIt) {
+  const fs::path dir = temp_dir("quantize-out");
+  const std::string model = " --type int8 --model " + shell_quote((kWeights / "sinusoidal").string());
+  const auto quantize_to = [&](const std::string& out) { return run_ordo("quantize --out " + shell_quote(out) + model); };
+  const auto written = [](const fs::path& d) { return fs::exists(d / "config.json") && fs::exists(d / "model.safetensors"); };
+  auto r = quantize_to((dir / "slash").string() + "/");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(written(dir / "slash"));
+  fs::create_directory(dir / "shared");
+  fs::permissions(dir / "shared", fs::perms::owner_all | fs::perms::group_all | fs::perms::set_gid);
+  r = quantize_to((dir / "shared").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(written(dir / "shared"));
+  EXPECT_EQ(fs::status(dir / "shared").permissions() & fs::perms::mask,
+            fs::perms::owner_all | fs::perms::group_all | fs::perms::set_gid);
+  fs::create_directory(dir / "target");
+  fs::create_directory_symlink("target", dir / "link");
+  r = quantize_to((dir / "link").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir / "link"));
+  EXPECT_TRUE(written(dir / "target"));
+  fs::create_directory_symlink("nowhere", dir / "dangling");
+  r = quantize_to((dir / "dangling").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "ordo: " + (dir / "dangling").string() +
+                       ": is a symbolic link to nowhere, which does not exist (create the directory it names, or choose "
+                       "another)\n");
+  std::ofstream(dir / "afile") << "a file, not a directory";
+  r = quantize_to((dir / "afile" / "sub").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("ordo: " + (dir / "afile" / "sub").string() + ": cannot be written: Not a directory", 0), 0u) << r.err;
+  // Nothing else appeared: no temporary directory was left beside the outputs.
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"afile", "dangling", "link", "shared", "slash", "target"}));
+  fs::remove_all(dir);
+}
+
+// A pass asked to stop (ordo quantize asks at SIGINT and SIGTERM) stops between tensors,
+// says so, and leaves nothing: neither the output nor its temporary directory, and an
+// existing empty output stays empty.
+TEST(Quantized, AStoppedQuantizeLeavesNothingBehind) {
+  const fs::path dir = temp_dir("quantize-stop");
+  for (const bool exists : {false, true}) {
+    SCOPED_TRACE(exists ? "into an empty directory" : "into a new one");
+    if (exists) fs::create_directory(dir / "out");
+    for (const int after : {0, 3, 40}) {  // tensors written before the stop
+      int asked = 0;
+      QuantizeOptions options = to(ComputeType::Int4);
+      options.stop_requested = [&] { return ++asked > after; };
+      try {
+        quantize_model(kWeights / "sinusoidal", dir / "out", options);
+        ADD_FAILURE() << "not stopped after " << after;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("stopped before it was complete; nothing was written"), std::string::npos)
+            << e.what();
+      }
+      EXPECT_GT(asked, after);
+      std::vector<fs::path> left;
+      for (const auto& entry : fs::recursive_directory_iterator(dir)) left.push_back(entry.path());
+      EXPECT_EQ(left, exists ? std::vector<fs::path>{dir / "out"} : std::vector<fs::path>{}) << after;
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // A model with widths int4 cannot pack (d_model 16 and feed-forwards of 24: no multiple
 // of 32) runs as int4 with every matrix int8, a scale per row: int8's numbers exactly.
 // Before the int8 fallback, this was refused ("int4 packs runs of 32").
@@ -686,7 +764,7 @@ TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
 // with one group a row, [out, 1]. Both load, as the same numbers.
 TEST(Quantized, Int8ScalesOfOneGroupARowMayBeShapedOutByOne) {
   const fs::path root = temp_dir("scales-out-by-one");
-  quantize_model(kWeights / "sinusoidal", root / "rows", {ComputeType::Int8, -1});
+  quantize_model(kWeights / "sinusoidal", root / "rows", to(ComputeType::Int8));
   int reshaped = 0;
   const fs::path dir = broken_int8_copy(root / "columns", [&](std::vector<EncodedTensor>& tensors) {
     for (EncodedTensor& t : tensors)
@@ -731,7 +809,7 @@ TEST(Quantized, AModelTheComputeTypeCannotHoldIsRefusedNamingTheTensor) {
 
 TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {
   const fs::path dir = temp_dir("quantized-config") / "model";
-  quantize_model(kWeights / "sinusoidal", dir, {ComputeType::Int8, -1});
+  quantize_model(kWeights / "sinusoidal", dir, to(ComputeType::Int8));
   const auto config_with = [&](const nlohmann::json& quantization) {
     std::ifstream in(dir / "config.json");
     nlohmann::json config = nlohmann::json::parse(in);
@@ -810,7 +888,7 @@ TEST(Quantized, AMixedInt4DirectoryIsHeldToItsRule) {
   for (const Broken& c : cases) {
     SCOPED_TRACE(c.what);
     const fs::path dir = temp_dir("mixed-broken") / "model";
-    quantize_model(random, dir, {ComputeType::Int4, -1});
+    quantize_model(random, dir, to(ComputeType::Int4));
     ASSERT_EQ(Model::load(dir).info().compute_type,
               "int4 (groups of 32): 31 matrices and int8 (a scale per row): 2 matrices");  // before the edit
     rewrite_weights(dir, c.edit);

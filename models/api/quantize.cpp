@@ -35,15 +35,31 @@ bool is_weight_file(const std::string& name) {
   return name.ends_with(".safetensors") || name == kShardIndexFile || name.starts_with("pytorch_model.bin");
 }
 
+// The directory `output` names: "out/" is "out", as a shell's completion writes it.
+fs::path output_directory(const fs::path& output) {
+  const fs::path normal = output.lexically_normal();
+  return normal.has_filename() || !normal.has_parent_path() ? normal : normal.parent_path();
+}
+
 // The output may exist only as an empty directory: ordo never writes over a model.
 void check_output(const fs::path& output, const fs::path& input) {
   std::error_code error;
   if (fs::equivalent(output, input, error))
     throw Error(output.string(), "is the input directory", "write the converted model to a new directory");
+  if (fs::is_symlink(output, error) && !fs::exists(output, error))
+    throw Error(output.string(), "is a symbolic link to " + fs::read_symlink(output, error).string() + ", which does not exist",
+                "create the directory it names, or choose another");
   if (!fs::exists(output, error)) return;
   if (!fs::is_directory(output, error)) throw Error(output.string(), "exists and is not a directory", "choose a new directory");
   if (!fs::is_empty(output, error))
     throw Error(output.string(), "exists and is not empty", "choose a new directory: ordo quantize never writes over files");
+}
+
+// What a failed write says: the user's path and the system's reason, not the temporary
+// directory's name.
+[[noreturn]] void cannot_write(const fs::path& output, const fs::filesystem_error& e) {
+  throw Error(output.string(), "cannot be written: " + e.code().message(),
+              "choose a directory you can write to, on a disk with room");
 }
 
 // config.json with `quantization` as the output stores it; every other key as it was, in order.
@@ -74,15 +90,27 @@ WeightMatrix stored_matrix(const TensorSpec& spec, const SafetensorsFile& file, 
   return bind_stored_matrix(spec, {&file, &info}, scales, config.quantization, copies);
 }
 
-// A directory beside `output`, renamed to it when complete.
-fs::path temporary_beside(const fs::path& output) {
+// Where the pass writes until it is complete: a directory beside a new `output`, renamed
+// to it at the end; inside an existing (empty) one, whose files then move up, so that the
+// directory itself (its permissions, owner, a symbolic link to it) stays as it was.
+fs::path partial_directory(const fs::path& output, bool exists) {
   static std::atomic<int> counter{0};
-  const fs::path parent = output.has_parent_path() ? output.parent_path() : fs::path(".");
   // Appended, not "." + string: g++ 12's -Wrestrict misfires on that (GCC bug 105329).
   std::string name(1, '.');
-  name.append(output.filename().string()).append(".partial-").append(std::to_string(::getpid()));
-  name.append("-").append(std::to_string(counter++));
-  return parent / name;
+  if (!exists) name.append(output.filename().string());
+  name.append(".partial-").append(std::to_string(::getpid())).append("-").append(std::to_string(counter++));
+  if (exists) return output / name;
+  return (output.has_parent_path() ? output.parent_path() : fs::path(".")) / name;
+}
+
+// The complete pass into place: one rename for a new directory; for an existing one, each
+// file moved into it, config.json last (a directory without it is no model).
+void move_into_place(const fs::path& partial, const fs::path& output, bool exists) {
+  if (!exists) return fs::rename(partial, output);
+  for (const fs::directory_entry& entry : fs::directory_iterator(partial))
+    if (entry.path().filename() != "config.json") fs::rename(entry.path(), output / entry.path().filename());
+  fs::rename(partial / "config.json", output / "config.json");
+  fs::remove(partial);
 }
 
 struct RemoveUnlessKept {
@@ -105,7 +133,12 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
   const Quantization target = *detail::compute_type_of(load);
   if (output.empty()) throw Error("output directory", "the path is empty", "give a new directory to write");
   const fs::path source = find_model_directory(input.string());
-  check_output(output, source);
+  const fs::path out = output_directory(output);
+  check_output(out, source);
+  const auto stop_if_asked = [&] {
+    if (options.stop_requested && options.stop_requested())
+      throw Error(output.string(), "stopped before it was complete; nothing was written");
+  };
 
   // The input must load as a model: every shape, dtype, scale and value checked before a
   // byte is written. Its matrices stay as stored (mapped), so this costs no copy.
@@ -131,7 +164,8 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
       if (scale_of.contains(info.name) && matrices.contains(scale_of[info.name])) continue;  // remade with its matrix
       const auto spec = matrices.find(info.name);
       if (spec == matrices.end()) {  // not a weight matrix: as it was
-        tensors.push_back({info.name, info.dtype, info.shape, [&info] {
+        tensors.push_back({info.name, info.dtype, info.shape, [&info, &stop_if_asked] {
+                             stop_if_asked();
                              return std::vector<std::byte>(info.bytes.begin(), info.bytes.end());
                            }});
         continue;
@@ -147,7 +181,9 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
       if (stored.type != target.type) ++report.int8_fallbacks;
       const std::string where = file.path().string() + ": tensor '" + info.name + "'";
       tensors.push_back({info.name, layout.values_dtype(), layout.values_shape(),
-                         [&files, &config, target, encoded, where, matrix = &spec->second, stored = &file, values = &info] {
+                         [&files, &config, &stop_if_asked, target, encoded, where, matrix = &spec->second, stored = &file,
+                          values = &info] {
+                           stop_if_asked();
                            std::vector<float> converted;
                            std::vector<std::vector<std::byte>> copies;
                            *encoded = encode_matrix(stored_matrix(*matrix, *stored, *values, files, config, converted, copies),
@@ -162,8 +198,13 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
   }
   report.tensors = static_cast<int>(tensors.size());
 
-  RemoveUnlessKept partial{temporary_beside(output)};
-  fs::create_directories(partial.path);
+  const bool exists = fs::exists(out);
+  RemoveUnlessKept partial{partial_directory(out, exists)};
+  try {
+    fs::create_directories(partial.path);
+  } catch (const fs::filesystem_error& e) {
+    cannot_write(output, e);
+  }
   write_encoded_safetensors(partial.path / kWeightsFile, tensors, metadata);
   {
     std::ofstream config_file(partial.path / "config.json", std::ios::binary | std::ios::trunc);
@@ -175,14 +216,23 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
     const std::string name = entry.path().filename().string();
     std::error_code error;
     if (name == "config.json" || is_weight_file(name) || !fs::is_regular_file(entry.path(), error)) continue;
-    fs::copy_file(entry.path(), partial.path / name);
+    try {
+      fs::copy_file(entry.path(), partial.path / name);
+    } catch (const fs::filesystem_error& e) {
+      throw Error(entry.path().string(), "cannot be copied: " + e.code().message(),
+                  "make it readable, or move it out of the model directory");
+    }
     report.copied_files.push_back(name);
   }
   LoadedModel::load(partial.path, [](const std::string&) {});  // what was written loads
   std::error_code error;
   report.bytes_out = fs::file_size(partial.path / kWeightsFile, error);
-  if (fs::exists(output, error)) fs::remove(output);  // the empty directory check_output allowed
-  fs::rename(partial.path, output);
+  stop_if_asked();
+  try {
+    move_into_place(partial.path, out, exists);
+  } catch (const fs::filesystem_error& e) {
+    cannot_write(output, e);
+  }
   partial.keep = true;
   return report;
 }

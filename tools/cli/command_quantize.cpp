@@ -3,12 +3,14 @@
 //
 //   ordo quantize --model weights/sinusoidal --out sinusoidal-int8 --type int8
 //   ordo translate --model sinusoidal-int8 "cats chase dogs"
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
+#include "tools/cli/stop_signals.h"
 
 namespace ordo::tools {
 
@@ -27,7 +29,22 @@ void run_quantize(const QuantizeCommandOptions& options) {
   quantize.group_size = options.group_size;
   // No --model and no default found: the lookup's own error says where it looked.
   if (options.common.model_dir.empty() && !options.common.default_found) default_model_directory();
-  const QuantizeReport report = quantize_model(options.common.model_dir, options.out, quantize);
+  // SIGINT and SIGTERM stop the pass between tensors; it removes what it wrote, and ordo
+  // then ends by the signal, as an interrupted program does (exit status 128 + its number).
+  StopSignals signals;
+  signals.unblock_here();  // nothing in this thread must run uninterrupted
+  quantize.stop_requested = [&signals] { return signals.count() > 0; };
+  QuantizeReport report;
+  try {
+    report = quantize_model(options.common.model_dir, options.out, quantize);
+  } catch (const Error&) {
+    if (signals.count() == 0) throw;
+    std::cerr << "ordo: " << printable(options.out) << ": stopped by " << (signals.first() == SIGINT ? "SIGINT" : "SIGTERM")
+              << " before it was complete; nothing was written\n";
+    std::signal(signals.first(), SIG_DFL);
+    std::raise(signals.first());
+    throw;  // not reached: the default action ends the process
+  }
   const nlohmann::json summary = {{"input", options.common.model_dir},
                                   {"output", options.out},
                                   {"type", options.type},
@@ -38,10 +55,18 @@ void run_quantize(const QuantizeCommandOptions& options) {
                                   {"bytes_out", report.bytes_out},
                                   {"copied_files", report.copied_files}};
   if (options.common.json) return print_json_line(summary);
-  std::cout << "wrote " << printable(options.out) << ": " << report.matrices << " weight matrices as " << options.type;
-  if (report.int8_fallbacks > 0)
-    std::cout << " (" << report.int8_fallbacks << " as int8 with a scale per row: their widths are not a multiple of "
-              << "the group size)";
+  std::cout << "wrote " << printable(options.out) << ": " << report.matrices << " weight matrices";
+  if (quantize.type == ComputeType::Int4) {
+    const int group = options.group_size < 0 ? 32 : options.group_size;
+    std::cout << ", " << report.matrices - report.int8_fallbacks << " as int4 in groups of " << group;
+    if (report.int8_fallbacks > 0)
+      std::cout << " and " << report.int8_fallbacks << " as int8 with a scale per row (their widths are not a multiple of "
+                << group << (report.int8_fallbacks == report.matrices ? "; none is: this is the int8 model" : "") << ")";
+  } else {
+    std::cout << " as " << options.type;
+    if (quantize.type == ComputeType::Int8)
+      std::cout << (options.group_size > 0 ? " in groups of " + std::to_string(options.group_size) : " with a scale per row");
+  }
   std::cout << ", " << report.tensors << " tensors, " << report.bytes_out << " bytes (from " << report.bytes_in
             << ")\n";
 }

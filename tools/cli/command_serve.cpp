@@ -25,7 +25,7 @@
 #include "tools/cli/common.h"
 #include "tools/cli/serve/routes.h"
 #include "tools/cli/serve/scheduler.h"
-#include "tools/cli/serve/stop_signals.h"
+#include "tools/cli/stop_signals.h"
 
 namespace ordo::tools {
 
@@ -85,8 +85,8 @@ const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGT
 void run_serve(const ServeOptions& options) {
   const std::vector<ModelSpec> specs = model_specs(options);
 
-  // Before any thread starts: the threads ordo starts inherit the block (tools/cli/serve/stop_signals.h).
-  serve::StopSignals stop_signals;
+  // Before any thread starts: the threads ordo starts inherit the block (tools/cli/stop_signals.h).
+  StopSignals stop_signals;
 
   serve::ServeState state;
   state.api_key = options.api_key;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct QuantizeOptions {
   ComputeType type = ComputeType::Int8;
   // As LoadOptions::group_size: -1 the type's default (int8: a scale per row; int4: 32).
   int group_size = -1;
+  // Asked between tensors (a tensor takes milliseconds): once it returns true, the pass
+  // stops, removes what it wrote and throws ordo::Error. ordo quantize sets it on SIGINT
+  // and SIGTERM. Empty: never stops.
+  std::function<bool()> stop_requested;
 };
 
 struct QuantizeReport {
@@ -35,15 +40,18 @@ struct QuantizeReport {
   std::vector<std::string> copied_files;  // the other files of the directory (tokenizer, generation config)
 };
 
-// Writes `output` (a new directory; an existing empty one is fine) from the model
+// Writes `output` (a new directory, or an existing empty one, which is filled and keeps its
+// permissions, owner and any symbolic link to it) from the model
 // directory `input`: config.json with its "quantization" key set (int8, int4) or removed,
 // one model.safetensors with every weight matrix converted (exactly what
 // LoadOptions::compute_type converts at load; for int4, int8 where a width is not a
 // multiple of the group size) and every other tensor as it was, and the
 // directory's other files copied. One tensor is held in memory at a time. The directory
-// appears only once it is complete and loads. Throws ordo::OptionError for bad options,
-// ordo::Error for an input that does not load, an output that exists and is not empty,
-// a model that cannot take the format (naming the tensor), or a failed write.
+// appears only once it is complete and loads (in an existing directory, config.json is
+// the last file to arrive); a pass that fails or is stopped leaves nothing behind. Throws
+// ordo::OptionError for bad options, ordo::Error for an input that does not load, an
+// output that exists and is not empty, a model that cannot take the format (naming the
+// tensor), a failed write (naming the output), or a stop.
 ORDO_API QuantizeReport quantize_model(const std::filesystem::path& input, const std::filesystem::path& output,
                                        const QuantizeOptions& options = {});
 

@@ -1,5 +1,6 @@
-// How ordo serve learns it must stop: SIGTERM and SIGINT, counted (the first starts the
-// drain, a second cuts it short), whichever thread of the process the kernel gives them to.
+// How a long command learns it must stop: SIGTERM and SIGINT, counted, whichever thread of
+// the process the kernel gives them to. ordo serve drains at the first and cuts the drain
+// short at a second; ordo quantize stops between tensors and removes what it wrote.
 //
 // Why a handler and not sigwait alone: a process-directed signal goes to any thread that
 // does not block it, and threads started before main() (OpenBLAS starts its pool while the
@@ -11,7 +12,7 @@
 
 #include <chrono>
 
-namespace ordo::tools::serve {
+namespace ordo::tools {
 
 class StopSignals {
  public:
@@ -29,4 +30,4 @@ class StopSignals {
   bool wait_beyond(int seen, std::chrono::milliseconds timeout) const;
 };
 
-}  // namespace ordo::tools::serve
+}  // namespace ordo::tools

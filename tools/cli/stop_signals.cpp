@@ -1,4 +1,4 @@
-#include "tools/cli/serve/stop_signals.h"
+#include "tools/cli/stop_signals.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <thread>
 
-namespace ordo::tools::serve {
+namespace ordo::tools {
 
 namespace {
 
@@ -64,4 +64,4 @@ bool StopSignals::wait_beyond(int seen, std::chrono::milliseconds timeout) const
   return true;
 }
 
-}  // namespace ordo::tools::serve
+}  // namespace ordo::tools
