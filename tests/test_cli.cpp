@@ -269,6 +269,27 @@ TEST_F(Cli, InspectListsConfigAndTensors) {
   EXPECT_NE(text.out.find("model.decoder.layers.1.encoder_attn.q_proj.weight"), std::string::npos);
 }
 
+// The tokenizer line says what the model has, once: its pieces, or none and which ids to
+// pass instead (a decoder-only model reads a prompt). Before, a model with a tokenizer
+// was also said to have none.
+TEST_F(Cli, InspectSaysWhetherTheModelHasATokenizerOnce) {
+  const auto with = run_ordo("inspect --model " + shell_quote(std::string(ORDO_SOURCE_DIR) + "/weights/sinusoidal"));
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_NE(with.out.find("\ntokenizer: 344 pieces\n"), std::string::npos) << with.out;
+  EXPECT_EQ(with.out.find("tokenizer: none"), std::string::npos) << with.out;
+  const auto without = run_ordo("inspect " + model());
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  EXPECT_NE(without.out.find("\ntokenizer: none (use --source-ids / --target-ids)\n"), std::string::npos) << without.out;
+  const auto lm_dir = testing_support::temp_dir("cli_lm");
+  nlohmann::json lm = testing_support::tiny_config();
+  lm["encoder_layers"] = 0;
+  testing_support::write_random_model(lm_dir, lm, 5);
+  const auto decoder_only = run_ordo("inspect --model " + shell_quote(lm_dir.string()));
+  ASSERT_EQ(decoder_only.exit_code, 0) << decoder_only.err;
+  EXPECT_NE(decoder_only.out.find("\ntokenizer: none (use --prompt-ids / --target-ids)\n"), std::string::npos)
+      << decoder_only.out;
+}
+
 // A typo in ORDO_CPU is an error that names the variable, never a silent fallback.
 TEST_F(Cli, AnUnknownOrdoCpuValueIsAnErrorThatNamesIt) {
   const char* before = std::getenv("ORDO_CPU");

@@ -71,16 +71,18 @@ void print_description(const nlohmann::json& d) {
   std::cout << "\nparameters: " << d["parameters"].get<std::int64_t>() << '\n'
             << "weight matrices run as: " << d["compute_type"].get<std::string>() << " ("
             << d["matrix_bytes"].get<std::uint64_t>() << " bytes)\n";
-  if (!d["tokenizer"].is_null())
+  if (d["tokenizer"].is_null()) {
+    const bool decoder_only = a["kind"].get<std::string>() == "decoder-only";
+    std::cout << "tokenizer: none (use " << (decoder_only ? "--prompt-ids" : "--source-ids") << " / --target-ids)\n";
+  } else {
     std::cout << "tokenizer: " << d["tokenizer"]["vocab_size"].get<std::int64_t>() << " pieces\n";
-  if (!d["tokenizer"].is_null() && d["tokenizer"].contains("language_codes")) {
-    // --source-lang and --target-lang take these; codes come from the files: escaped.
-    std::cout << "language codes (" << d["tokenizer"]["language_codes"].size() << "):";
-    for (const auto& code : d["tokenizer"]["language_codes"]) std::cout << ' ' << printable(code.get<std::string>());
-    std::cout << '\n';
+    if (d["tokenizer"].contains("language_codes")) {
+      // --source-lang and --target-lang take these; codes come from the files: escaped.
+      std::cout << "language codes (" << d["tokenizer"]["language_codes"].size() << "):";
+      for (const auto& code : d["tokenizer"]["language_codes"]) std::cout << ' ' << printable(code.get<std::string>());
+      std::cout << '\n';
+    }
   }
-  else
-    std::cout << "tokenizer: none (use --source-ids / --target-ids)\n";
 
   std::size_t width = 4;
   // Names come from the file: escaped, so that none can forge a line or drive the terminal.
