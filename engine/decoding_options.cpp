@@ -85,6 +85,7 @@ Index resolve_max_length(const DecodingOptions& options, const Decoder& decoder,
     const Index automatic = source_length > 0 ? 2 * source_length + 10 : kAutomaticGenerationLength;
     return std::max(std::min(automatic, room), min_length);
   }
+  if (max_length > room && options.max_length_is_ceiling) return std::max(room, min_length);
   if (max_length > room)
     throw OptionError("max_length", std::to_string(max_length) + " is beyond " + limit + after_prompt +
                                         "; use at most " + std::to_string(room));

@@ -213,6 +213,20 @@ TEST(GenerateCli, EncoderDecoderModelsContinueAForcedTranslationPrefix) {
   EXPECT_EQ(run_ordo("generate --source 'dogs chase cats'").out, "Hunde jagen Katzen\n");
 }
 
+// A checkpoint's max_length is a ceiling, not a request: Marian's generation_config.json
+// gives 512, its whole position table, and a prompt then leaves less room. Before, every
+// generate --source with a prompt on it failed ("max_length: 511 is beyond ...") although
+// no one had asked for 511; a --max-length given on the command line is still held to it.
+TEST(GenerateCli, ACheckpointsMaxLengthGivesWayToAPrompt) {
+  const std::string marian = " --model " + shell_quote((weights_dir() / "marian").string());
+  auto r = run_ordo("generate" + marian + " --source 'the dog sees a cat' Der");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Der ", 0), 0u) << r.out;
+  r = run_ordo("generate" + marian + " --max-length 511 --source 'the dog sees a cat' Der");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("max_length: 511 is beyond"), std::string::npos) << r.err;
+}
+
 TEST(GenerateCli, ErrorsSteerToTheRightCommand) {
   const auto dir = random_lm();
   auto r = run_ordo("generate " + model_flag(dir) + " --source 'cats' 'Die'");

@@ -147,7 +147,10 @@ const DecodingOptions& Model::generation_defaults() const noexcept { return impl
 DecodingOptions Model::with_generation_defaults(DecodingOptions decoding, const DecodingChoices& chosen) const {
   const DecodingOptions& defaults = generation_defaults();
   if (!chosen.beam_size && !decoding.sample) decoding.beam_size = defaults.beam_size;
-  if (!chosen.max_length) decoding.max_length = defaults.max_length;
+  if (!chosen.max_length) {
+    decoding.max_length = defaults.max_length;
+    decoding.max_length_is_ceiling = defaults.max_length > 0;
+  }
   if (!chosen.length_penalty) decoding.length_penalty = defaults.length_penalty;
   if (!chosen.no_repeat_ngram_size) decoding.no_repeat_ngram_size = defaults.no_repeat_ngram_size;
   if (!chosen.bad_words_ids) decoding.bad_words_ids = defaults.bad_words_ids;

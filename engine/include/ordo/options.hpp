@@ -57,6 +57,11 @@ struct DecodingOptions {
   // new tokens when continuing a prompt; never beyond the model's positions. At most
   // kMaxSequenceLength.
   int max_length = 0;
+  // true: a max_length beyond the room the positions leave after a prompt is cut to that
+  // room instead of refused. How a checkpoint's max_length applies, which no user chose
+  // for this prompt: Model::with_generation_defaults sets it when it takes max_length from
+  // generation_config.json (Marian's 512 is its whole position table).
+  bool max_length_is_ceiling = false;
   // Fewest generated tokens, eos included: eos is impossible before. 0: no minimum.
   int min_length = 0;
   // A token that would complete an n-gram of this size already in the output is
