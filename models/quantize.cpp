@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -60,11 +61,16 @@ inline int quantized(float w, float scale, int lo, int hi) {
   return std::min(std::max(q, lo), hi);
 }
 
-void encode_int8_row(const float* w, Index cols, Index group, std::int8_t* q, float* scales) {
+void encode_int8_row(const float* w, Index cols, Index group, std::int8_t* q, float* scales, const std::string& name) {
   for (Index g = 0; g < cols / group; ++g) {
     const float* in = w + g * group;
     const float amax = max_magnitude(in, group);
     float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    if (scale > kMaxInt8Scale)
+      throw Error(name, "holds a weight of magnitude " + shortest_text(amax) +
+                            ", whose int8 scale would make weights beyond float32's range (the scale is at most " +
+                            shortest_text(kMaxInt8Scale) + ", for weights up to about 3.4e38 x 127/128)",
+                  "the checkpoint holds weights near float32's largest value: it is broken");
     // Weights so small (subnormal, max|w| <= 63 x 2^-149) that max|w| / 127 rounds to 0:
     // the smallest positive float, in whose steps they are exact (|q| <= 63). A scale of
     // 0 is no scale (the loader refuses it, and w / 0 is not a number).
@@ -84,7 +90,7 @@ void encode_int4_row(const float* w, Index cols, Index group, std::uint8_t* pack
     if (half == 0) half = 1;  // below the smallest half: the smallest positive one
     const float scale = half_to_float(half);
     if (!std::isfinite(scale))
-      throw Error(name, "holds a weight of magnitude " + std::to_string(amax) +
+      throw Error(name, "holds a weight of magnitude " + shortest_text(amax) +
                             ", whose int4 scale is beyond F16's range (65504)",
                   "use int8 for this model");
     scales[g] = half;
@@ -103,6 +109,12 @@ void encode_int4_row(const float* w, Index cols, Index group, std::uint8_t* pack
 }  // namespace
 
 std::string scale_tensor_name(const std::string& weight_name) { return weight_name + "_scale"; }
+
+std::string shortest_text(float value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
+}
 
 WeightMatrix EncodedMatrix::view() const {
   switch (format) {
@@ -176,7 +188,7 @@ EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, c
         for (std::size_t k = 0; k < cols; ++k) {
           const std::uint16_t v = f16 ? float_to_half(in[k]) : float_to_bfloat16(in[k]);
           if (f16 && std::isfinite(in[k]) && std::isinf(half_to_float(v)))
-            throw Error(name, "holds " + std::to_string(in[k]) + " at row " + std::to_string(r) +
+            throw Error(name, "holds " + shortest_text(in[k]) + " at row " + std::to_string(r) +
                                   ", beyond F16's range (65504)",
                         "use bf16 (float32's range) or int8");
           values[static_cast<std::size_t>(r) * cols + k] = v;
@@ -190,7 +202,7 @@ EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, c
       auto* q = reinterpret_cast<std::int8_t*>(out.values.data());
       auto* scales = reinterpret_cast<float*>(out.scales.data());
       const Index groups = w.cols() / out.group;
-      each_row([&](Index r, const float* in) { encode_int8_row(in, w.cols(), out.group, q + r * w.cols(), scales + r * groups); });
+      each_row([&](Index r, const float* in) { encode_int8_row(in, w.cols(), out.group, q + r * w.cols(), scales + r * groups, name); });
       break;
     }
     case WeightFormat::Int4: {

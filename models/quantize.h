@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,15 @@ struct EncodedMatrix {
   Shape scales_shape() const;
 };
 
+// The largest int8 scale: its weights q x scale, |q| <= 128 (a stored -128 is read too),
+// stay within float32's range. max|w| / 127 is larger only for weights within 1/128 of
+// float32's largest value; the encoder refuses those and the loader such scales.
+inline constexpr float kMaxInt8Scale = std::numeric_limits<float>::max() / 128;
+
+// A float as the shortest text that reads back to it ("2.6792e+36", "-1e-45"), for
+// messages: std::to_string would print a tiny scale as "0.000000".
+std::string shortest_text(float value);
+
 // The name of a quantized weight's scales: "NAME_scale" ("...q_proj.weight_scale").
 std::string scale_tensor_name(const std::string& weight_name);
 
@@ -45,7 +55,8 @@ std::string scale_tensor_name(const std::string& weight_name);
 // divide gives int8 with a scale per row (Quantization::stored_as; the result's
 // `format` says which). Throws Error naming `name` and the rule when the matrix cannot
 // take the format: an int4 group that is not a multiple of 32, an int8 group that does
-// not divide the width, a value beyond F16's range (an int4 scale or an F16 weight).
+// not divide the width, a value beyond F16's range (an int4 scale or an F16 weight), an
+// int8 scale beyond kMaxInt8Scale.
 EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name);
 
 }  // namespace ordo

@@ -69,7 +69,14 @@ const T* checked_scales(const StoredTensor& values, const StoredTensor& scales, 
   for (std::size_t i = 0; i < count; ++i) {
     const float scale = dtype == DType::F32 ? static_cast<float>(data[i]) : half_to_float(static_cast<std::uint16_t>(data[i]));
     if (!(scale > 0.0f) || !std::isfinite(scale))
-      throw Error(where(scales), "scale " + std::to_string(i) + " is " + std::to_string(scale) + ", and every scale must be finite and > 0",
+      throw Error(where(scales), "scale " + std::to_string(i) + " is " + shortest_text(scale) + ", and every scale must be finite and > 0",
+                  "the file is broken: ordo quantize never writes such a scale");
+    // An int8 weight is q x scale with |q| <= 128: a larger scale makes weights infinite.
+    // (An int4 one is at most 8 x 65504, F16's largest.)
+    if (dtype == DType::F32 && scale > kMaxInt8Scale)
+      throw Error(where(scales), "scale " + std::to_string(i) + " is " + shortest_text(scale) +
+                                     ", so that its weights (up to 128 x it) are beyond float32's range; an int8 scale is at most " +
+                                     shortest_text(kMaxInt8Scale),
                   "the file is broken: ordo quantize never writes such a scale");
   }
   return data;

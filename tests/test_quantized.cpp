@@ -724,6 +724,8 @@ TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
        {scale, "finite and > 0"}},
       {"a NaN scale", "int8", [&](auto& t) { tensor_named(t, scale).bytes = filled<float>(256, std::nanf("")); },
        {scale, "finite and > 0"}},
+      {"a scale whose weights overflow float32", "int8", [&](auto& t) { tensor_named(t, scale).bytes = filled<float>(256, 3e36f); },
+       {scale, "scale 0 is 3e+36", "beyond float32's range", "at most 2.6584558e+36"}},
       {"an F16 scale for int8", "int8",
        [&](auto& t) {
          EncodedTensor& s = tensor_named(t, scale);
@@ -804,6 +806,28 @@ TEST(Quantized, AModelTheComputeTypeCannotHoldIsRefusedNamingTheTensor) {
   }
   // The same model runs as int8, whose scale (1e6 / 127) a float32 holds.
   EXPECT_EQ(run_ordo("translate --model " + shell_quote(dir.string()) + " --compute-type int8 'cats'").exit_code, 0);
+  fs::remove_all(dir.parent_path());
+}
+
+// A weight within 1/128 of float32's largest value: its int8 scale would make q x scale
+// infinite, so neither --compute-type int8 nor ordo quantize takes it (before, quantize
+// wrote a scale its own loader then read as infinite weights).
+TEST(Quantized, WeightsNearFloat32sLargestAreNotInt8) {
+  const std::string weight = "model.decoder.layers.0.fc1.weight";
+  const fs::path dir = broken_int8_copy(temp_dir("largest-float") / "model", [&](auto& t) {
+    EncodedTensor& w = tensor_named(t, weight);
+    w.bytes = filled<float>(element_count(w.shape), std::numeric_limits<float>::max());
+  }, "f32");
+  auto r = run_ordo("translate --model " + shell_quote(dir.string()) + " --compute-type int8 'cats'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  for (const char* s : {"model.decoder.layers.0.fc1.weight", "magnitude 3.4028235e+38", "beyond float32's range"})
+    EXPECT_NE(r.err.find(s), std::string::npos) << "'" << s << "' in " << r.err;
+  r = run_ordo("quantize --model " + shell_quote(dir.string()) + " --type int8 --out " +
+               shell_quote((dir.parent_path() / "out").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("beyond float32's range"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.parent_path() / "out"));
   fs::remove_all(dir.parent_path());
 }
 
