@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/printable.h"
 #include "engine/tensor.h"
 #include "models/json_message.h"
 
@@ -71,9 +72,10 @@ class KeyReader {
             std::string required_hint = "every ordo config.json sets it; see models/config.h")
       : object_(object), source_(source), required_hint_(std::move(required_hint)) {}
 
+  // The key is escaped: an unknown key is the file's text, and must not drive the terminal.
   [[noreturn]] void fail(const std::string& key, const std::string& what,
                          const std::string& hint = "") const {
-    throw Error(source_ + ": key '" + key + "'", what, hint);
+    throw Error(source_ + ": key '" + printable(key) + "'", what, hint);
   }
 
   const json* find(const std::string& key) const {
@@ -84,7 +86,7 @@ class KeyReader {
   const json& require(const std::string& key) const {
     const json* value = find(key);
     if (value == nullptr)
-      throw Error(source_, "missing required key '" + key + "'",
+      throw Error(source_, "missing required key '" + printable(key) + "'",
                   required_hint_);
     return *value;
   }

@@ -494,6 +494,32 @@ TEST(Hostile, NamesFromAFileCannotForgeLinesOrWriteEscapes) {
   std::filesystem::remove_all(broken);
 }
 
+// Keys of config.json are the file's text too: an unknown key inside "quantization" or
+// "rope_scaling" is named in the error, escaped (before, raw: ESC and CR reached the
+// terminal).
+TEST(Hostile, ConfigKeysFromAFileCannotForgeLinesOrWriteEscapes) {
+  const std::string forged = "x\x1b[2K\rordo: fake line";
+  const auto has_raw_control = [](const std::string& text) {
+    return std::any_of(text.begin(), text.end(), [](char c) { return c == '\x1b' || c == '\r'; });
+  };
+  const auto dir = testing_support::temp_dir("forged-key");
+  for (const char* object : {"quantization", "rope_scaling"}) {
+    SCOPED_TRACE(object);
+    nlohmann::json config = testing_support::tiny_config();
+    if (std::string(object) == "rope_scaling") config["position_encoding"] = "rope";
+    testing_support::write_random_model(dir, config, 3);
+    config[object] = std::string(object) == "quantization" ? nlohmann::json{{"type", "int8"}, {forged, 1}}
+                                                            : nlohmann::json{{"type", "linear"}, {"factor", 2.0}, {forged, 1}};
+    std::ofstream(dir / "config.json") << config.dump();
+    const auto r = run_ordo_with_timeout("inspect --model " + shell_quote(dir.string()));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
+    EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+    EXPECT_NE(r.err.find("x\\x1b[2K\\rordo: fake line"), std::string::npos) << r.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The escaping rule itself: valid UTF-8 kept, controls and stray bytes escaped.
 TEST(Hostile, PrintableEscapesControlsAndInvalidUtf8Only) {
   EXPECT_EQ(printable("model.shared.weight"), "model.shared.weight");
