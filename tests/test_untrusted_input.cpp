@@ -526,6 +526,13 @@ TEST(UntrustedInput, EveryCommandsNumericFlagsAreUsageErrors) {
       {"bench --batch abc", "--batch: 'abc' is not a number"},
       {"bench --repeats 1e2", "--repeats: '1e2' is not a whole number"},
       {"bench --warmup -1", "--warmup: Value -1 not in range 0 to 1000"},
+      // Flags shown under a name of ours (G, SECONDS) are numbers too: decimal, as everywhere
+      // (before, 0x40 was 64 and 0100 octal 64 for every command but ordo quantize).
+      {"translate --compute-type int4 --group-size 0x40 x", "--group-size: '0x40' is not a number"},
+      {"translate --compute-type int4 --group-size 0100 x", "--group-size: 100 is not a group size for int4"},
+      {"inspect --compute-type int4 --group-size 32.0", "--group-size: '32.0' is not a whole number"},
+      {"quantize --out x --type int4 --group-size 0x40", "--group-size: '0x40' is not a number"},
+      {"serve --drain-timeout 0x10", "--drain-timeout: '0x10' is not a number"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.arguments);

@@ -1,5 +1,6 @@
 #include "tools/cli/number_flags.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -73,11 +74,30 @@ std::string check_real_number(std::string& text) {
   return "";
 }
 
+namespace {
+
+// The kind of value an option takes, from its full type name: CLI11's own ("INT",
+// "UINT:NONNEGATIVE", "FLOAT:POSITIVE"), or a range check's after a name of ours
+// ("G:INT in [0 - 16777216]", "SECONDS:INT in [0 - 86400]": --group-size and
+// --drain-timeout read "010" as octal and "0x40" as hex when only the first part was
+// looked at). "" for text.
+std::string value_kind(const std::string& full) {
+  std::string_view rest = full;
+  while (!rest.empty()) {
+    const std::string_view part = rest.substr(0, rest.find(':'));
+    const std::string_view word = part.substr(0, part.find(' '));
+    if (word == "INT" || word == "UINT" || word == "FLOAT") return std::string(word);
+    rest.remove_prefix(std::min(rest.size(), part.size() + 1));
+  }
+  return "";
+}
+
+}  // namespace
+
 void require_plain_numbers(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     if (option->get_type_size_max() == 0) continue;  // a flag: no value
-    const std::string full = option->get_type_name();
-    const std::string type = full.substr(0, full.find(':'));
+    const std::string type = value_kind(option->get_type_name());
     if (type == "INT" || type == "UINT") {
       const bool non_negative = type == "UINT";
       option->transform(CLI::Validator(
