@@ -795,6 +795,10 @@ TEST(ServeCli, BadFlagsAreUsageErrors) {
   r = run_ordo("serve --compute-type int4 --group-size 48 --port 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err.rfind("ordo: --group-size: 48 is not a group size for int4", 0), 0u) << r.err;
+  EXPECT_EQ(r.out, "") << "the port opened before the flags were checked";
+  r = run_ordo("serve --group-size 64 --port 0");  // no --compute-type: wrong for any model
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "") << "the port opened before the flags were checked";
   r = run_ordo("serve --model /no/such/model --port 0");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("/no/such/model"), std::string::npos) << r.err;

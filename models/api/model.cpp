@@ -47,6 +47,11 @@ std::optional<Quantization> detail::compute_type_of(const LoadOptions& options) 
   return q;
 }
 
+void LoadOptions::validate() const {
+  detail::compute_type_of(*this);
+  if (rope_scaling) rope_scaling->validate();
+}
+
 Model Model::load(const std::filesystem::path& directory, const LoadOptions& options,
                   const WarningHandler& on_warning) {
   const WarningHandler warn = on_warning ? on_warning : WarningHandler(LoadedModel::print_warning);

@@ -84,6 +84,8 @@ const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGT
 
 void run_serve(const ServeOptions& options) {
   const std::vector<ModelSpec> specs = model_specs(options);
+  // Flags wrong for any model are usage errors before the port opens, as in every command.
+  load_options("", options.compute_type, options.group_size).validate();
 
   // Before any thread starts: the threads ordo starts inherit the block (tools/cli/stop_signals.h).
   StopSignals stop_signals;

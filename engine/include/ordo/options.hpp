@@ -164,6 +164,11 @@ struct LoadOptions {
   // -1: the type's default (int8 0, int4 32). Throws ordo::OptionError (field
   // "group_size") when set for another type, or invalid for this one.
   int group_size = -1;
+
+  // Throws ordo::OptionError, as Model::load would, for options that are wrong whatever
+  // the model (a group size for a type without scales, a bad rope scaling): a program
+  // that loads later (a server that listens first) can refuse them up front.
+  ORDO_API void validate() const;
 };
 
 }  // namespace ordo
