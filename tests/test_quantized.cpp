@@ -594,6 +594,21 @@ TEST(Quantized, QuantizeFillsTheDirectoryAsTheUserNamedIt) {
   fs::remove_all(dir);
 }
 
+// A Hugging Face config's torch_dtype names the weights' dtype: quantize to a float type
+// rewrites it (before, a bf16 or f32 directory still said float16, which transformers'
+// torch_dtype="auto" would have cast it to); int8 and int4 keep it for the norms.
+TEST(Quantized, QuantizeSaysTheNewFloatDtypeInTorchDtype) {
+  const fs::path dir = temp_dir("torch-dtype");
+  for (const auto& [type, want] : std::vector<std::pair<ComputeType, std::string>>{
+           {ComputeType::BF16, "bfloat16"}, {ComputeType::F32, "float32"}, {ComputeType::Int8, "float16"}}) {
+    const fs::path out = dir / std::string(compute_type_name(type));
+    quantize_model(kWeights / "german-llama", out, to(type));
+    std::ifstream in(out / "config.json");
+    EXPECT_EQ(nlohmann::json::parse(in)["torch_dtype"], want) << compute_type_name(type);
+  }
+  fs::remove_all(dir);
+}
+
 // A pass asked to stop (ordo quantize asks at SIGINT and SIGTERM) stops between tensors,
 // says so, and leaves nothing: neither the output nor its temporary directory, and an
 // existing empty output stays empty.

@@ -76,6 +76,11 @@ std::string converted_config(const fs::path& input, const Quantization& target) 
                                                     {"group_size", target.group_size}};
   else
     config.erase("quantization");
+  // Hugging Face's torch_dtype says what the weights are: for a float type, now that.
+  // (int8 and int4 keep it: it still says what the norms and biases are.)
+  static const std::map<WeightFormat, const char*> torch_dtypes = {
+      {WeightFormat::F32, "float32"}, {WeightFormat::F16, "float16"}, {WeightFormat::BF16, "bfloat16"}};
+  if (config.contains("torch_dtype") && torch_dtypes.contains(target.type)) config["torch_dtype"] = torch_dtypes.at(target.type);
   return config.dump(2) + "\n";
 }
 
