@@ -33,7 +33,8 @@ py::object tokenizer_of(const Model& model);
 // process-wide; 0 keeps them) is applied; `compute_type` (what `--compute-type` takes,
 // or CTranslate2's spelling of the same type) and `group_size` (None: the type's
 // default) become the LoadOptions returned. Throws ordo::OptionError naming the keyword.
-LoadOptions compute_keywords(int threads, const std::string& compute_type, const py::object& group_size);
+// Each of the wrong type raises TypeError naming the keyword.
+LoadOptions compute_keywords(const py::object& threads, const py::object& compute_type, const py::object& group_size);
 
 // Raises ordo.OptionError on the Python side: what the translator in errors.cpp makes of
 // an ordo::OptionError whose field is already the Python keyword.

@@ -19,7 +19,7 @@ namespace {
 
 class GeneratorBinding {
  public:
-  GeneratorBinding(const py::object& model_dir, int threads, const std::string& compute_type,
+  GeneratorBinding(const py::object& model_dir, const py::object& threads, const py::object& compute_type,
                     const py::object& group_size)
       : generator_(load(model_dir, threads, compute_type, group_size)) {}
 
@@ -67,7 +67,7 @@ class GeneratorBinding {
   bool decoder_only() const { return generator_.model().is_decoder_only(); }
 
  private:
-  static Generator load(const py::object& model_dir, int threads, const std::string& compute_type,
+  static Generator load(const py::object& model_dir, const py::object& threads, const py::object& compute_type,
                         const py::object& group_size) {
     const LoadOptions options = compute_keywords(threads, compute_type, group_size);
     return Generator(load_model(model_dir, true, options));
@@ -87,7 +87,7 @@ class GeneratorBinding {
 void bind_generator(py::module_& m) {
   py::class_<GeneratorBinding>(m, "Generator",
                                "The compiled generator behind ordo.Generator, whose methods document the keywords.")
-      .def(py::init<const py::object&, int, const std::string&, const py::object&>(), py::arg("model_dir"),
+      .def(py::init<const py::object&, const py::object&, const py::object&, const py::object&>(), py::arg("model_dir"),
            py::arg("threads"), py::arg("compute_type"), py::arg("group_size"))
       .def("generate_batch", &GeneratorBinding::generate_batch, py::arg("prompts"), py::arg("sources"),
            py::arg("options"))

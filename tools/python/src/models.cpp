@@ -95,7 +95,11 @@ Model load_model(const py::object& model_dir, bool language_model, const LoadOpt
 
 py::object tokenizer_of(const Model& model) { return py::cast(Tokenizer(model)); }
 
-LoadOptions compute_keywords(int threads, const std::string& compute_type, const py::object& group_size) {
+LoadOptions compute_keywords(const py::object& threads_keyword, const py::object& compute_type_keyword,
+                             const py::object& group_size) {
+  const std::string compute_type = as_text(compute_type_keyword, "compute_type");
+  // As --threads: 0 (keep the current number) to 1024.
+  const long long threads = as_integer(threads_keyword, "threads", 0, 1024);
   // CTranslate2's names for the types ordo has, so that code written for its
   // compute_type keeps working; its mixed types (int8_float16, ...) are not ordo's.
   constexpr std::pair<const char*, const char*> kCTranslate2Names[] = {
@@ -121,8 +125,7 @@ LoadOptions compute_keywords(int threads, const std::string& compute_type, const
     throw_option_error("group_size", "is set for compute_type='" + compute_type + "'" +
                                          (name == "auto" ? " (the weights as stored)" : ", which has no scales") +
                                          ": a group size needs 'int8' or 'int4'");
-  if (threads < 0) throw_option_error("threads", "must be >= 0 (0: keep the current number), got " + std::to_string(threads));
-  if (threads > 0) set_threads(threads);
+  if (threads > 0) set_threads(static_cast<int>(threads));
   return options;
 }
 

@@ -22,14 +22,21 @@ std::string type_name(py::handle value) { return py::str(py::type::handle_of(val
 }  // namespace
 
 long long as_integer(py::handle value, const std::string& keyword, long long low, long long high) {
-  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
+  if (!PyIndex_Check(value.ptr()) || PyBool_Check(value.ptr()))
     throw py::type_error(keyword + ": expected an int, got " + type_name(value));
+  const py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!number) throw py::error_already_set();
   int overflow = 0;
-  const long long x = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  const long long x = PyLong_AsLongLongAndOverflow(number.ptr(), &overflow);
   if (overflow != 0 || x < low || x > high)
     throw_option_error(keyword, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " +
                                     std::string(py::str(value)));
   return x;
+}
+
+std::string as_text(py::handle value, const std::string& keyword) {
+  if (!PyUnicode_Check(value.ptr())) throw py::type_error(keyword + ": expected a str, got " + type_name(value));
+  return value.cast<std::string>();
 }
 
 namespace {
@@ -98,8 +105,7 @@ void mark_chosen(DecodingChoices& chosen, const std::string& keyword) {
 template <class Options>
 bool read_language(Options& options, const std::string& keyword, py::handle value) {
   if (keyword != "source_lang" && keyword != "target_lang") return false;
-  if (!PyUnicode_Check(value.ptr())) throw py::type_error(keyword + ": expected a str, got " + type_name(value));
-  (keyword == "source_lang" ? options.source_lang : options.target_lang) = value.cast<std::string>();
+  (keyword == "source_lang" ? options.source_lang : options.target_lang) = as_text(value, keyword);
   return true;
 }
 

@@ -24,9 +24,13 @@ namespace py = pybind11;
 TranslatorOptions translator_options(const py::dict& keywords, const Model& model);
 GeneratorOptions generator_options(const py::dict& keywords, const Model& model);
 
-// An int keyword: a Python int (not a bool) within [low, high]. Raises TypeError for
-// any other type, ordo.OptionError out of range, both naming the keyword.
+// An int keyword: a Python int, or any integer with __index__ (numpy.int64), not a bool,
+// within [low, high]. Raises TypeError for any other type, ordo.OptionError out of
+// range, both naming the keyword.
 long long as_integer(py::handle value, const std::string& keyword, long long low, long long high);
+
+// A str keyword. Raises TypeError naming the keyword for any other type.
+std::string as_text(py::handle value, const std::string& keyword);
 
 // The Python keyword of a C++ options field ("n_best" -> "num_hypotheses"); any other
 // name as it is.

@@ -21,7 +21,7 @@ namespace {
 
 class TranslatorBinding {
  public:
-  TranslatorBinding(const py::object& model_dir, int threads, const std::string& compute_type,
+  TranslatorBinding(const py::object& model_dir, const py::object& threads, const py::object& compute_type,
                     const py::object& group_size)
       : translator_(load(model_dir, threads, compute_type, group_size)) {}
 
@@ -85,7 +85,7 @@ class TranslatorBinding {
   std::vector<std::string> language_codes() const { return translator_.model().language_codes(); }
 
  private:
-  static Translator load(const py::object& model_dir, int threads, const std::string& compute_type,
+  static Translator load(const py::object& model_dir, const py::object& threads, const py::object& compute_type,
                         const py::object& group_size) {
     const LoadOptions options = compute_keywords(threads, compute_type, group_size);
     return Translator(load_model(model_dir, false, options));
@@ -106,7 +106,7 @@ class TranslatorBinding {
 void bind_translator(py::module_& m) {
   py::class_<TranslatorBinding>(m, "Translator",
                                 "The compiled translator behind ordo.Translator, whose methods document the keywords.")
-      .def(py::init<const py::object&, int, const std::string&, const py::object&>(), py::arg("model_dir"),
+      .def(py::init<const py::object&, const py::object&, const py::object&, const py::object&>(), py::arg("model_dir"),
            py::arg("threads"), py::arg("compute_type"), py::arg("group_size"))
       .def("translate_batch", &TranslatorBinding::translate_batch, py::arg("texts"), py::arg("options"))
       .def("translate", &TranslatorBinding::translate, py::arg("text"), py::arg("options"))

@@ -91,6 +91,24 @@ def test_models_that_do_not_fit_the_class_raise_error():
         ordo.Translator("sinusoidal", threads=-1)
 
 
+@pytest.mark.parametrize("keyword, wrong, kind", [
+    ("compute_type", None, "a str"), ("compute_type", 8, "a str"),
+    ("threads", None, "an int"), ("threads", 2.0, "an int"), ("threads", True, "an int"),
+])
+def test_constructor_keywords_of_the_wrong_type_raise_type_error_naming_them(keyword, wrong, kind):
+    # Before, pybind11's "incompatible constructor arguments" listing, naming none of them.
+    for cls, model in [(ordo.Translator, "sinusoidal"), (ordo.Generator, "german-llama")]:
+        with pytest.raises(TypeError, match=f"^{keyword}: expected {kind}, got {type(wrong).__name__}"):
+            cls(model, **{keyword: wrong})
+
+
+def test_integers_of_other_types_are_ints_where_a_keyword_takes_one():
+    numpy = pytest.importorskip("numpy")
+    translator = ordo.Translator("sinusoidal", threads=numpy.int64(1), compute_type="int8", group_size=numpy.int32(0))
+    assert translator.translate("cats chase dogs", beam_size=numpy.int64(2)) == \
+        ordo.Translator("sinusoidal", compute_type="int8").translate("cats chase dogs", beam_size=2)
+
+
 def test_attention_names_a_kind_or_layer_the_model_lacks(translator):
     with pytest.raises(ordo.OptionError, match="^kind: must be 'encoder', 'decoder' or 'cross'"):
         translator.attention("cats chase dogs", kind="self")
