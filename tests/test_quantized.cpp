@@ -419,6 +419,12 @@ TEST(Quantized, EveryCommandThatLoadsAModelTakesTheComputeType) {
     const auto [from_stored, converted] = both(run);
     EXPECT_EQ(from_stored, converted) << run;
     EXPECT_EQ(converted, run_ordo(run + " --model " + shell_quote(original.string())).out) << run;
+    // They read no weights, so a conversion the model cannot take does not stop them
+    // (before: "cannot be int8 in groups of 3", exit 1); a flag wrong for any model does.
+    const auto unconverted = run_ordo(run + " --model " + shell_quote(original.string()) + " --compute-type int8 --group-size 3");
+    EXPECT_EQ(unconverted.exit_code, 0) << unconverted.err;
+    EXPECT_EQ(unconverted.out, converted) << run;
+    EXPECT_EQ(run_ordo(run + " --model " + shell_quote(original.string()) + " --group-size 3").exit_code, 2) << run;
   }
   fs::remove_all(dir);
 }

@@ -29,7 +29,7 @@ void run_detokenize(const DetokenizeOptions& options) {
     const std::vector<int> some = parse_ids(group, "ids");
     ids.insert(ids.end(), some.begin(), some.end());
   }
-  const auto model = load_model(options.common, quiet);
+  const auto model = load_model_to_tokenize(options.common, quiet);
   if (options.as == "source" && model.is_decoder_only())
     throw CLI::ValidationError("--as", "source: this model is decoder-only and has no source ids; use target");
   // The pieces check every id against the tokenizer's vocabulary, even those after an

@@ -47,7 +47,7 @@ std::string role_description(const std::string& role, const Model& model, bool b
 }
 
 void run_tokenize(const TokenizeOptions& options) {
-  const auto model = load_model(options.common, quiet);
+  const auto model = load_model_to_tokenize(options.common, quiet);
   const bool decoder_only = model.is_decoder_only();
   const std::string role = !options.as.empty() ? options.as : decoder_only ? "prompt" : "source";
   if (role == "source" && decoder_only)

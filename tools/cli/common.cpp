@@ -258,6 +258,14 @@ Model load_model(const CommonOptions& options, const Model::WarningHandler& warn
   return Model::load(options.model_dir, load_options(options.rope_scaling, options.compute_type, options.group_size), warn);
 }
 
+Model load_model_to_tokenize(const CommonOptions& options, const Model::WarningHandler& warn) {
+  load_options(options.rope_scaling, options.compute_type, options.group_size).validate();
+  CommonOptions as_stored = options;
+  as_stored.compute_type = "auto";
+  as_stored.group_size = -1;
+  return load_model(as_stored, warn);
+}
+
 void quiet(const std::string&) {}
 
 bool uses_builtin_model(const CLI::App& command, const CommonOptions& options) {

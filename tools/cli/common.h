@@ -133,6 +133,10 @@ class Output {
 // not fit is a usage error naming the flag). `warn` receives load-time warnings
 // (tensors the config does not use); empty, they go to stderr; `quiet` silences them.
 Model load_model(const CommonOptions& options, const Model::WarningHandler& warn = {});
+// The model as stored, for tokenize and detokenize, which read no weights: --compute-type
+// and --group-size are checked as every command checks them, then not applied (the
+// conversion would cost a load's time and could fail, for output it cannot change).
+Model load_model_to_tokenize(const CommonOptions& options, const Model::WarningHandler& warn = {});
 void quiet(const std::string& warning);
 
 // True when neither --model nor $ORDO_MODEL chose the model: the built-in default,
