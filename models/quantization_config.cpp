@@ -34,8 +34,10 @@ Quantization read_quantization(const KeyReader& keys) {
   q.group_size = default_group_size(q.type);
   if (const auto group = value->find("group_size"); group != value->end()) {
     if (!group->is_number_integer()) fail("group_size", "expected an integer, got " + describe_type(*group));
-    const auto size = group->get<std::int64_t>();
-    if (size < 0 || size > kMaxSize) fail("group_size", "must be in [0, " + std::to_string(kMaxSize) + "], got " + std::to_string(size));
+    // As written: a number beyond 64 bits read as int64 would be another one (2^64 - 1 as -1).
+    const bool beyond = group->is_number_unsigned() && group->get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSize);
+    const auto size = beyond ? kMaxSize + 1 : group->get<std::int64_t>();
+    if (size < 0 || size > kMaxSize) fail("group_size", "must be in [0, " + std::to_string(kMaxSize) + "], got " + group->dump());
     q.group_size = size;
   }
   if (q.type == WeightFormat::Int4 && (q.group_size == 0 || q.group_size % kInt4Run != 0))

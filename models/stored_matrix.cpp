@@ -136,7 +136,10 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
                                 const Quantization& quantization, std::vector<std::vector<std::byte>>& copies) {
   const Index rows = spec.shape[0], cols = spec.shape[1];
   const DType dtype = values.info->dtype;
-  if (dtype != DType::I8 && dtype != DType::U8 && scales.info != nullptr)
+  // A float weight with a scale: the scale is what is wrong. (A weight of a dtype no
+  // matrix has, scale or not, is refused below naming the weight.)
+  const bool is_float = dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+  if (is_float && scales.info != nullptr)
     throw Error(where(scales), "is a scale of '" + printable(values.info->name) + "', which is " +
                                    std::string(dtype_name(dtype)) + ", not quantized",
                 "the file is inconsistent: remove the scale, or quantize the weight");

@@ -768,6 +768,13 @@ TEST(Quantized, BadQuantizedFilesAreRefusedNamingTheTensorAndTheRule) {
          store_as_int8(t, weight, 256, 128);
        },
        {weight, "I8 (int8) in an int4 model", "128 weights", "group_size=32", "only when group_size does not divide"}},
+      {"an I16 weight with a scale", "int8",  // the weight is wrong, not its scale
+       [&](auto& t) {
+         EncodedTensor& w = tensor_named(t, weight);
+         w.dtype = DType::I16;
+         w.bytes = filled<std::int16_t>(element_count(w.shape), 1);
+       },
+       {weight, "has dtype I16, which a weight matrix cannot have"}},
       {"a scale beside an F32 weight", "f32",
        [&](auto& t) { t.push_back({scale, DType::F32, {256}, filled<float>(256, 1.0f)}); },
        {scale, "not quantized"}},
@@ -881,6 +888,10 @@ TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {
   fails_saying({"quantization.bits", "not a key"});
   config_with({{"type", "int4"}, {"group_size", 16}});
   fails_saying({"quantization.group_size", "multiple of 32"});
+  config_with({{"type", "int4"}, {"group_size", std::numeric_limits<std::uint64_t>::max()}});  // said "got -1"
+  fails_saying({"quantization.group_size", "got 18446744073709551615"});
+  config_with({{"type", "int4"}, {"group_size", std::uint64_t{1} << 63}});
+  fails_saying({"quantization.group_size", "got 9223372036854775808"});
   fs::remove_all(dir.parent_path());
 }
 
