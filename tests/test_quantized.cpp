@@ -859,6 +859,23 @@ TEST(Quantized, WeightsNearFloat32sLargestAreNotInt8) {
   fs::remove_all(dir.parent_path());
 }
 
+// A float matrix in a quantized directory runs as stored (a writer may keep the
+// embeddings in float), and inspect counts it beside the quantized ones.
+TEST(Quantized, AFloatMatrixInAQuantizedDirectoryRunsAsStored) {
+  const std::string embedding = "model.shared.weight";
+  const fs::path dir = broken_int8_copy(temp_dir("float-inside") / "model", [&](std::vector<EncodedTensor>& t) {
+    EncodedTensor& w = tensor_named(t, embedding);
+    w.dtype = DType::F16;
+    w.bytes = filled<std::uint16_t>(element_count(w.shape), 0x2e66);  // 0.1
+    std::erase_if(t, [&](const EncodedTensor& e) { return e.name == embedding + "_scale"; });
+  });
+  const auto inspect = run_ordo("inspect --json --model " + shell_quote(dir.string()));
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(nlohmann::json::parse(inspect.out)["compute_type"], "f16: 1 matrix and int8 (a scale per row): 32 matrices");
+  EXPECT_EQ(run_ordo("translate --model " + shell_quote(dir.string()) + " 'cats'").exit_code, 0);
+  fs::remove_all(dir.parent_path());
+}
+
 TEST(Quantized, AConfigThatDisagreesWithTheWeightsIsRefused) {
   const fs::path dir = temp_dir("quantized-config") / "model";
   quantize_model(kWeights / "sinusoidal", dir, to(ComputeType::Int8));
