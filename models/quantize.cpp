@@ -161,6 +161,13 @@ EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, c
   out.cols = w.cols();
   const auto rows = static_cast<std::size_t>(w.rows());
   const auto cols = static_cast<std::size_t>(w.cols());
+  // int4's fallback on a width its group does not divide is one int8 group a row: a row
+  // too wide for that is the width's fault, which another int4 group size may divide.
+  if (stored.type != target.type && w.cols() > kernels::kMaxIntegerGroup)
+    throw Error(name, "cannot be int4 in groups of " + std::to_string(target.group_size) + ", which do not divide its rows of " +
+                          std::to_string(w.cols()) + " weights, nor int8 with a scale per row (int4's fallback for such a width), "
+                          "whose groups hold at most " + std::to_string(kernels::kMaxIntegerGroup) + " weights",
+                "choose an int4 group size that divides " + std::to_string(w.cols()));
   if (stored.enabled()) out.group = checked_group(stored, w.cols(), name);
   // Rows are independent: they encode on every thread, each with its own row of floats.
   const auto each_row = [&](auto&& encode) {

@@ -350,6 +350,26 @@ TEST(Quantized, Int4ThatCannotPackAWidthWritesInt8WithAScalePerRow) {
   }
 }
 
+// int4 on a width its group does not divide falls back to int8 with one group a row;
+// a row wider than an integer group may hold cannot take that, and the advice is a
+// group size that divides the width (before: "choose a group size of at most 1048576",
+// which 64 already is).
+TEST(Quantized, ARowTooWideForInt4sFallbackAsksForAGroupThatDividesIt) {
+  const Index cols = kernels::kMaxIntegerGroup + 32;  // a multiple of 32, not of 64
+  std::vector<float> row(static_cast<std::size_t>(cols), 0.5f);
+  try {
+    encode_matrix(TensorView(row.data(), {1, cols}), Quantization{WeightFormat::Int4, 64}, "wide matrix");
+    ADD_FAILURE() << "encoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "wide matrix: cannot be int4 in groups of 64, which do not divide its rows of 1048608 weights, nor int8 "
+              "with a scale per row (int4's fallback for such a width), whose groups hold at most 1048576 weights "
+              "(choose an int4 group size that divides 1048608)");
+  }
+  EXPECT_EQ(encode_matrix(TensorView(row.data(), {1, cols}), Quantization{WeightFormat::Int4, 32}, "wide matrix").format,
+            WeightFormat::Int4);
+}
+
 // ---- Whole models, through the command line.
 
 // ordo quantize writes what --compute-type converts at load: the same translations and
