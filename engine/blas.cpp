@@ -41,17 +41,20 @@ constexpr Index kSmallRows = 64;
 // a product and, when that fails, retries forever (OpenBLAS issue #5289, fixed in 0.3.30):
 // under a tight address-space limit (ulimit -v) ordo hung in its first product. So check
 // at the first product, before OpenBLAS allocates, that the buffers of every thread fit
-// (with some room to spare), and fail with a message instead.
+// (with some room to spare), and fail with a message instead. The probe is writable, as
+// the buffers are: a data limit (ulimit -d) counts only writable private memory, and a
+// PROT_NONE probe passed under it while the buffer did not fit. MAP_NORESERVE: the probe
+// takes no memory.
 constexpr std::size_t kOpenBlasBuffer = std::size_t{128} << 20;
 constexpr std::size_t kHeadroom = std::size_t{32} << 20;
 
 void check_room_for_openblas(int threads) {
   const std::size_t bytes = static_cast<std::size_t>(threads) * kOpenBlasBuffer + kHeadroom;
-  void* probe = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* probe = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (probe == MAP_FAILED)
-    throw Error("OpenBLAS", "cannot reserve the " + std::to_string(bytes >> 20) + " MB of address space that " +
+    throw Error("OpenBLAS", "cannot reserve the " + std::to_string(bytes >> 20) + " MB of memory that " +
                                 std::to_string(threads) + " thread(s) of products need",
-                "is a memory limit (ulimit -v) set too low? Raise it, or use fewer --threads");
+                "is a memory limit (ulimit -v or ulimit -d) set too low? Raise it, or use fewer --threads");
   ::munmap(probe, bytes);
 }
 

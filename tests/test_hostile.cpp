@@ -327,6 +327,43 @@ std::filesystem::path shipped_model_with(const std::string& name, const nlohmann
   return dir;
 }
 
+// Under a tight memory limit OpenBLAS's own workers, started as it loads, could not
+// allocate their buffers and retried forever (OpenBLAS #5289): `ordo --version` printed
+// its line and never ended, and translate hung (exit 124 here). ordo now runs with no
+// OpenBLAS workers under a limit (tools/cli/openblas_workers.h), and its own check
+// covers a data limit as well as an address-space one.
+TEST(Hostile, UnderATightMemoryLimitOrdoEndsNeverHangs) {
+  if (testing_support::kSanitized) GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit cannot apply";
+  for (const std::string limit : {"ulimit -v 100000; ", "ulimit -d 40000; "}) {
+    SCOPED_TRACE(limit);
+    auto r = run_ordo_with_timeout("--version", limit);
+    EXPECT_EQ(r.exit_code, 0) << "124 means ordo hung; stderr: " << r.err;
+    r = run_ordo_with_timeout("translate --threads 1 'cats chase dogs'", limit);
+    EXPECT_EQ(r.exit_code, 1) << "124 means ordo hung; stderr: " << r.err;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("memory limit (ulimit -v or ulimit -d)"), std::string::npos) << r.err;
+  }
+}
+
+// ordo quantize holds one tensor at a time, never the model: a 99 MB float32 model
+// (24.8 M parameters in matrices of at most 0.6 M) becomes 50 MB of f16 under a data
+// limit of 35 MB, which neither the input as floats nor the output would fit in.
+TEST(Hostile, QuantizeStreamsUnderADataLimitSmallerThanTheModel) {
+  if (testing_support::kSanitized) GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit cannot apply";
+  const auto dir = testing_support::temp_dir("streaming");
+  nlohmann::json config = testing_support::tiny_config();
+  config.update({{"d_model", 384}, {"encoder_layers", 6}, {"decoder_layers", 6}, {"encoder_ffn_dim", 1536},
+                 {"decoder_ffn_dim", 1536}, {"encoder_attention_heads", 6}, {"decoder_attention_heads", 6}});
+  testing_support::write_random_model(dir / "f32", config, 1);
+  ASSERT_GT(std::filesystem::file_size(dir / "f32" / "model.safetensors"), 95'000'000u);
+  const auto r = run_ordo_with_timeout("quantize --type f16 --model " + shell_quote((dir / "f32").string()) + " --out " +
+                                           shell_quote((dir / "f16").string()),
+                                       "ulimit -d 35000; ");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(std::filesystem::file_size(dir / "f16" / "model.safetensors"), 45'000'000u);
+  std::filesystem::remove_all(dir);
+}
+
 // relative_attention_max_distance 2^62 crashed even `ordo inspect` (SIGSEGV in
 // T5RelativeBias); 2^25 took 2.4 GB and 18 s for a 1.4 MB model. The config bounds it
 // like every size, and the bias table covers only distances a sequence can have.

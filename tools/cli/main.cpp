@@ -5,12 +5,14 @@
 // reported each failed line on its own first), or without a word when the reader of
 // stdout went away.
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "ordo/error.hpp"
 #include "tools/cli/commands.h"
 #include "tools/cli/common.h"
 #include "tools/cli/number_flags.h"
+#include "tools/cli/openblas_workers.h"
 
 namespace {
 
@@ -60,6 +62,7 @@ int written(int exit_code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ordo::tools::restart_without_openblas_workers(argv);
   CLI::App app{
       "ordo: a minimal Transformer inference engine, encoder-decoder and decoder-only.\n"
       "Loads a model directory (config.json + model.safetensors or its shards +\n"
@@ -107,6 +110,11 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const ordo::Error& e) {
     std::cerr << "ordo: " << e.what() << '\n';
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Not a defect of ordo's: what it needed did not fit (ordo sizes what it can first).
+    std::cerr << "ordo: out of memory (is a memory limit, ulimit -v or ulimit -d, set too low? Raise it, or use "
+                 "a smaller --batch-size or fewer --threads)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "ordo: internal error: " << e.what() << '\n';
