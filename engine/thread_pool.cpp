@@ -32,7 +32,7 @@ ThreadPool::ThreadPool(int threads) {
     stop_workers();
     throw Error("--threads " + std::to_string(threads),
                 "could start only " + std::to_string(started) + " threads: " + e.what(),
-                "use fewer threads, or raise the limit on memory (ulimit -v) or processes (ulimit -u)");
+                "use fewer threads, or raise the limit on memory (ulimit -v or ulimit -d) or processes (ulimit -u)");
   }
 }
 

@@ -158,6 +158,7 @@ double held_out_perplexity(const Model& model) {
 TEST(QuantizedAccuracy, GermanLlamaPerplexityWithinOnePercentAtInt8AndFiveAtInt4) {
   const double f16 = held_out_perplexity(load("german-llama", ComputeType::Auto));
   const double f32 = held_out_perplexity(load("german-llama", ComputeType::F32));
+  const double bf16 = held_out_perplexity(load("german-llama", ComputeType::BF16));
   const double int8 = held_out_perplexity(load("german-llama", ComputeType::Int8));
   const Model int4_model = load("german-llama", ComputeType::Int4);
   // 19 matrices int4; the three down projections (344 wide) int8, a scale per row.
@@ -166,11 +167,13 @@ TEST(QuantizedAccuracy, GermanLlamaPerplexityWithinOnePercentAtInt8AndFiveAtInt4
   // training.json's dev loss at step 5000, 1.495 nats: perplexity 4.46 (PyTorch, float32).
   EXPECT_NEAR(f16, std::exp(1.495), 0.01);
   EXPECT_EQ(f32, f16);  // F16 is converted to exactly the float32 model's numbers
+  EXPECT_LE(std::abs(bf16 / f32 - 1.0), 0.01) << "bf16 " << bf16 << " vs f32 " << f32;  // 8 bits of mantissa
   EXPECT_LE(std::abs(int8 / f32 - 1.0), 0.01) << "int8 " << int8 << " vs f32 " << f32;
   EXPECT_LE(std::abs(int4 / f32 - 1.0), 0.05) << "int4 " << int4 << " vs f32 " << f32;
   EXPECT_NE(int4, int8);  // int4 ran: most matrices are not int8
   std::cout << std::setprecision(5) << "[ accuracy ] german-llama held-out perplexity: F16 (as stored) " << f16
-            << ", f32 " << f32 << ", int8 " << int8 << " (" << std::showpos << 100.0 * (int8 / f32 - 1.0)
+            << ", f32 " << f32 << ", bf16 " << bf16 << " (" << std::showpos << 100.0 * (bf16 / f32 - 1.0)
+            << std::noshowpos << "%), int8 " << int8 << " (" << std::showpos << 100.0 * (int8 / f32 - 1.0)
             << std::noshowpos << "%), int4 " << int4 << " (" << std::showpos << 100.0 * (int4 / f32 - 1.0)
             << std::noshowpos << "%)\n";
 }
