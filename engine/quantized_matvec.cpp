@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -184,9 +185,11 @@ ORDO_AVX2 float dot_like_float(Row w, const float* x, Index cols) {
   __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
   Index k = 0;
   for (; k < wide_end; k += 32) {
-    // Past the row's end it reads into the next rows, as the loop will; a prefetch
-    // never faults, so past the matrix's end it is harmless.
-    _mm_prefetch(reinterpret_cast<const char*>(w.row + k) + kHalfPrefetchBytes, _MM_HINT_T0);
+    // Past the row's end it reads into the next rows, as the loop will; a prefetch never
+    // faults, so past the matrix's end it is harmless (the address is made as an integer:
+    // a pointer past the end would be undefined).
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(w.row + k) + kHalfPrefetchBytes),
+                 _MM_HINT_T0);
     a = _mm256_fmadd_ps(w(k), _mm256_loadu_ps(x + k), a);
     b = _mm256_fmadd_ps(w(k + 8), _mm256_loadu_ps(x + k + 8), b);
     c = _mm256_fmadd_ps(w(k + 16), _mm256_loadu_ps(x + k + 16), c);

@@ -51,12 +51,14 @@ GenerationConfig read_generation_config(const std::filesystem::path& directory, 
   if (const json* v = set(keys, "max_new_tokens")) {
     g.decoding.max_length = std::min<int>(bounded_int(keys, "max_new_tokens", *v, 1, kMaxSequenceLength),
                                           static_cast<int>(max_generated));
+    g.decoding.max_length_is_ceiling = true;  // the checkpoint's, not a request: a prompt shortens it
     note("max_new_tokens");
   } else if (const json* v = set(keys, "max_length"); v != nullptr && config.has_encoder()) {
     // Hugging Face's length holds decoder_start; a longer one than the positions allow
     // would fail there at the table's end, and is cut to it here.
     const int hf = bounded_int(keys, "max_length", *v, 2, kMaxSequenceLength + 1);
     g.decoding.max_length = std::min<int>(hf - 1, static_cast<int>(max_generated));
+    g.decoding.max_length_is_ceiling = true;
     note("max_length");
   }
   if (keys.find("length_penalty") != nullptr) {

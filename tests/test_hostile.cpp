@@ -347,7 +347,9 @@ TEST(Hostile, UnderATightMemoryLimitOrdoEndsNeverHangs) {
 
 // ordo quantize holds one tensor at a time, never the model: a 99 MB float32 model
 // (24.8 M parameters in matrices of at most 0.6 M) becomes 50 MB of f16 under a data
-// limit of 35 MB, which neither the input as floats nor the output would fit in.
+// limit of 35 MB, which neither the input as floats nor the output would fit in. One
+// thread: each thread's 8 MB stack counts against a data limit, and a machine of many
+// cores would not start its pool under this one.
 TEST(Hostile, QuantizeStreamsUnderADataLimitSmallerThanTheModel) {
   if (testing_support::kSanitized) GTEST_SKIP() << "sanitizers reserve terabytes of address space; ulimit cannot apply";
   const auto dir = testing_support::temp_dir("streaming");
@@ -356,7 +358,7 @@ TEST(Hostile, QuantizeStreamsUnderADataLimitSmallerThanTheModel) {
                  {"decoder_ffn_dim", 1536}, {"encoder_attention_heads", 6}, {"decoder_attention_heads", 6}});
   testing_support::write_random_model(dir / "f32", config, 1);
   ASSERT_GT(std::filesystem::file_size(dir / "f32" / "model.safetensors"), 95'000'000u);
-  const auto r = run_ordo_with_timeout("quantize --type f16 --model " + shell_quote((dir / "f32").string()) + " --out " +
+  const auto r = run_ordo_with_timeout("quantize --threads 1 --type f16 --model " + shell_quote((dir / "f32").string()) + " --out " +
                                            shell_quote((dir / "f16").string()),
                                        "ulimit -d 35000; ");
   EXPECT_EQ(r.exit_code, 0) << r.err;

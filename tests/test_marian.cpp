@@ -412,6 +412,11 @@ TEST(Marian, TheLibraryAppliesTheGenerationDefaultsUnderTheFieldsAProgramChose) 
   EXPECT_EQ(merged.no_repeat_ngram_size, 2);
   EXPECT_EQ(merged.bad_words_ids, explicit_options.bad_words_ids);
   EXPECT_EQ(merged.forced_bos_token_id, -1);
+  // The checkpoint's max_length is a ceiling a prompt may shorten, in the defaults as
+  // Model::generation_defaults() gives them and once merged; a chosen one is held to.
+  EXPECT_TRUE(model.generation_defaults().max_length_is_ceiling);
+  EXPECT_TRUE(merged.max_length_is_ceiling);
+  EXPECT_FALSE(model.with_generation_defaults(merged, {.max_length = true}).max_length_is_ceiling);
 
   const std::vector<std::vector<int>> sources{{3, 4, 5, 0}, {6, 7, 8, 9, 0}};
   const auto translate = [&](const DecodingOptions& decoding) {

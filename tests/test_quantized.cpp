@@ -4,6 +4,9 @@
 // quantized file refused with a message naming the tensor and the rule.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -617,6 +620,65 @@ TEST(Quantized, QuantizeFillsTheDirectoryAsTheUserNamedIt) {
   for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"afile", "dangling", "link", "shared", "slash", "target"}));
+  fs::remove_all(dir);
+}
+
+// What a killed pass left (its process gone) does not stop the next one: the partial
+// directory inside an existing output, or beside a new one, is removed. A live
+// process's is another pass at work: the output is not empty. A pass stopped before the
+// end removes the parents it made too.
+TEST(Quantized, QuantizeClearsWhatAKilledPassLeftAndNothingElse) {
+  const fs::path dir = temp_dir("quantize-killed");
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string stale = ".partial-" + std::to_string(gone) + "-0";
+  fs::create_directories(dir / "existing" / stale);
+  std::ofstream(dir / "existing" / stale / "model.safetensors") << "half a model";
+  quantize_model(kWeights / "sinusoidal", dir / "existing", to(ComputeType::Int8));
+  EXPECT_FALSE(fs::exists(dir / "existing" / stale));
+  EXPECT_TRUE(fs::exists(dir / "existing" / "config.json"));
+  fs::create_directories(dir / (".new" + stale));
+  quantize_model(kWeights / "sinusoidal", dir / "new", to(ComputeType::Int8));
+  EXPECT_FALSE(fs::exists(dir / (".new" + stale)));
+  // pid 1 is alive: its partial directory is someone's pass in progress.
+  fs::create_directories(dir / "busy" / ".partial-1-0");
+  EXPECT_THROW(quantize_model(kWeights / "sinusoidal", dir / "busy", to(ComputeType::Int8)), Error);
+  EXPECT_TRUE(fs::exists(dir / "busy" / ".partial-1-0"));
+  QuantizeOptions stopped = to(ComputeType::Int8);
+  stopped.stop_requested = [] { return true; };
+  EXPECT_THROW(quantize_model(kWeights / "sinusoidal", dir / "a" / "b" / "c", stopped), Error);
+  EXPECT_FALSE(fs::exists(dir / "a"));
+  fs::remove_all(dir);
+}
+
+// Filling an existing directory never replaces a file: one that another program puts
+// there while the pass writes is an error, and the pass moves none of its files in.
+TEST(Quantized, QuantizeNeverReplacesAFileThatAppearedWhileItWrote) {
+  const fs::path dir = temp_dir("quantize-race");
+  fs::create_directory(dir / "out");
+  QuantizeOptions options = to(ComputeType::Int8);
+  options.stop_requested = [&] {  // asked between tensors: the other program writes then
+    if (!fs::exists(dir / "out" / "model.safetensors")) std::ofstream(dir / "out" / "model.safetensors") << "theirs";
+    return false;
+  };
+  try {
+    quantize_model(kWeights / "sinusoidal", dir / "out", options);
+    ADD_FAILURE() << "wrote over their file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gained 'model.safetensors' while ordo quantize wrote it"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(file_text(dir / "out" / "model.safetensors"), "theirs");
+  EXPECT_FALSE(fs::exists(dir / "out" / "config.json"));
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir / "out")) names.push_back(entry.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"model.safetensors"});
+  fs::create_directory_symlink("loop", dir / "loop");
+  const auto r = run_ordo("quantize --type int8 --out " + shell_quote((dir / "loop").string()) + " --model " +
+                          shell_quote((kWeights / "sinusoidal").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is a symbolic link that leads back to itself"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 

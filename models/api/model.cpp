@@ -154,7 +154,9 @@ DecodingOptions Model::with_generation_defaults(DecodingOptions decoding, const 
   if (!chosen.beam_size && !decoding.sample) decoding.beam_size = defaults.beam_size;
   if (!chosen.max_length) {
     decoding.max_length = defaults.max_length;
-    decoding.max_length_is_ceiling = defaults.max_length > 0;
+    decoding.max_length_is_ceiling = defaults.max_length_is_ceiling;
+  } else {
+    decoding.max_length_is_ceiling = false;  // the program's own: held to it
   }
   if (!chosen.length_penalty) decoding.length_penalty = defaults.length_penalty;
   if (!chosen.no_repeat_ngram_size) decoding.no_repeat_ngram_size = defaults.no_repeat_ngram_size;

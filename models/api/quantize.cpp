@@ -3,19 +3,18 @@
 // loads.
 #include "ordo/quantize.hpp"
 
-#include <atomic>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <system_error>
 
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
 #include "engine/regular_file.h"
 #include "models/api/internal.h"
+#include "models/api/output_directory.h"
 #include "models/json_message.h"
 #include "models/quantize.h"
 #include "models/shard_index.h"
@@ -35,33 +34,6 @@ bool is_weight_file(const std::string& name) {
   return name.ends_with(".safetensors") || name == kShardIndexFile || name.starts_with("pytorch_model.bin");
 }
 
-// The directory `output` names: "out/" is "out", as a shell's completion writes it.
-fs::path output_directory(const fs::path& output) {
-  const fs::path normal = output.lexically_normal();
-  return normal.has_filename() || !normal.has_parent_path() ? normal : normal.parent_path();
-}
-
-// The output may exist only as an empty directory: ordo never writes over a model.
-void check_output(const fs::path& output, const fs::path& input) {
-  std::error_code error;
-  if (fs::equivalent(output, input, error))
-    throw Error(output.string(), "is the input directory", "write the converted model to a new directory");
-  if (fs::is_symlink(output, error) && !fs::exists(output, error))
-    throw Error(output.string(), "is a symbolic link to " + fs::read_symlink(output, error).string() + ", which does not exist",
-                "create the directory it names, or choose another");
-  if (!fs::exists(output, error)) return;
-  if (!fs::is_directory(output, error)) throw Error(output.string(), "exists and is not a directory", "choose a new directory");
-  if (!fs::is_empty(output, error))
-    throw Error(output.string(), "exists and is not empty", "choose a new directory: ordo quantize never writes over files");
-}
-
-// What a failed write says: the user's path and the system's reason, not the temporary
-// directory's name.
-[[noreturn]] void cannot_write(const fs::path& output, const fs::filesystem_error& e) {
-  throw Error(output.string(), "cannot be written: " + e.code().message(),
-              "choose a directory you can write to, on a disk with room");
-}
-
 // config.json with `quantization` as the output stores it; every other key as it was, in order.
 std::string converted_config(const fs::path& input, const Quantization& target) {
   const fs::path path = input / "config.json";
@@ -76,8 +48,10 @@ std::string converted_config(const fs::path& input, const Quantization& target) 
                                                     {"group_size", target.group_size}};
   else
     config.erase("quantization");
-  // Hugging Face's torch_dtype says what the weights are: for a float type, now that.
-  // (int8 and int4 keep it: it still says what the norms and biases are.)
+  // Hugging Face's torch_dtype names the weights' dtype: for a float type, now the weight
+  // matrices' (the bulk of the model; norms and biases keep the dtype they are stored in,
+  // which transformers' torch_dtype="auto" converts with the rest). int8 and int4 keep
+  // the config's: transformers cannot read their matrices, and it still names the rest.
   static const std::map<WeightFormat, const char*> torch_dtypes = {
       {WeightFormat::F32, "float32"}, {WeightFormat::F16, "float16"}, {WeightFormat::BF16, "bfloat16"}};
   if (config.contains("torch_dtype") && torch_dtypes.contains(target.type)) config["torch_dtype"] = torch_dtypes.at(target.type);
@@ -95,38 +69,6 @@ WeightMatrix stored_matrix(const TensorSpec& spec, const SafetensorsFile& file, 
   return bind_stored_matrix(spec, {&file, &info}, scales, config.quantization, copies);
 }
 
-// Where the pass writes until it is complete: a directory beside a new `output`, renamed
-// to it at the end; inside an existing (empty) one, whose files then move up, so that the
-// directory itself (its permissions, owner, a symbolic link to it) stays as it was.
-fs::path partial_directory(const fs::path& output, bool exists) {
-  static std::atomic<int> counter{0};
-  // Appended, not "." + string: g++ 12's -Wrestrict misfires on that (GCC bug 105329).
-  std::string name(1, '.');
-  if (!exists) name.append(output.filename().string());
-  name.append(".partial-").append(std::to_string(::getpid())).append("-").append(std::to_string(counter++));
-  if (exists) return output / name;
-  return (output.has_parent_path() ? output.parent_path() : fs::path(".")) / name;
-}
-
-// The complete pass into place: one rename for a new directory; for an existing one, each
-// file moved into it, config.json last (a directory without it is no model).
-void move_into_place(const fs::path& partial, const fs::path& output, bool exists) {
-  if (!exists) return fs::rename(partial, output);
-  for (const fs::directory_entry& entry : fs::directory_iterator(partial))
-    if (entry.path().filename() != "config.json") fs::rename(entry.path(), output / entry.path().filename());
-  fs::rename(partial / "config.json", output / "config.json");
-  fs::remove(partial);
-}
-
-struct RemoveUnlessKept {
-  fs::path path;
-  bool keep = false;
-  ~RemoveUnlessKept() {
-    std::error_code ignored;
-    if (!keep) fs::remove_all(path, ignored);
-  }
-};
-
 }  // namespace
 
 QuantizeReport quantize_model(const fs::path& input, const fs::path& output, const QuantizeOptions& options) {
@@ -138,8 +80,7 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
   const Quantization target = *detail::compute_type_of(load);
   if (output.empty()) throw Error("output directory", "the path is empty", "give a new directory to write");
   const fs::path source = find_model_directory(input.string());
-  const fs::path out = output_directory(output);
-  check_output(out, source);
+  OutputDirectory out(output, source);
   const auto stop_if_asked = [&] {
     if (options.stop_requested && options.stop_requested())
       throw Error(output.string(), "stopped before it was complete; nothing was written");
@@ -158,6 +99,7 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
     }
 
   QuantizeReport report;
+  report.group_size = target.enabled() ? static_cast<int>(target.group_size) : -1;
   const std::vector<SafetensorsFile>& files = model->weights().files();
   std::vector<EncodedTensor> tensors;
   std::map<std::string, std::string> metadata;
@@ -203,16 +145,17 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
   }
   report.tensors = static_cast<int>(tensors.size());
 
-  const bool exists = fs::exists(out);
-  RemoveUnlessKept partial{partial_directory(out, exists)};
+  const fs::path weights_file = out.partial() / kWeightsFile;
   try {
-    fs::create_directories(partial.path);
-  } catch (const fs::filesystem_error& e) {
-    cannot_write(output, e);
+    write_encoded_safetensors(weights_file, tensors, metadata);
+  } catch (const Error& e) {
+    // The writer's own errors (a full disk) name the file it writes: the user's instead.
+    const std::string message = e.what(), written = weights_file.string();
+    if (!message.starts_with(written)) throw;  // a tensor's, naming the input
+    throw Error((output / kWeightsFile).string() + message.substr(written.size()));
   }
-  write_encoded_safetensors(partial.path / kWeightsFile, tensors, metadata);
   {
-    std::ofstream config_file(partial.path / "config.json", std::ios::binary | std::ios::trunc);
+    std::ofstream config_file(out.partial() / "config.json", std::ios::binary | std::ios::trunc);
     config_file << converted_config(source, target);
     config_file.close();
     if (!config_file) throw Error((output / "config.json").string(), "write failed", "disk full?");
@@ -221,24 +164,20 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
     const std::string name = entry.path().filename().string();
     std::error_code error;
     if (name == "config.json" || is_weight_file(name) || !fs::is_regular_file(entry.path(), error)) continue;
-    try {
-      fs::copy_file(entry.path(), partial.path / name);
-    } catch (const fs::filesystem_error& e) {
-      throw Error(entry.path().string(), "cannot be copied: " + e.code().message(),
+    if (!std::ifstream(entry.path(), std::ios::binary))
+      throw Error(entry.path().string(), "cannot be read, so it cannot be copied",
                   "make it readable, or move it out of the model directory");
-    }
+    fs::copy_file(entry.path(), out.partial() / name, error);
+    if (error)
+      throw Error((output / name).string(), "cannot be written: " + error.message(),
+                  "choose a directory you can write to, on a disk with room");
     report.copied_files.push_back(name);
   }
-  LoadedModel::load(partial.path, [](const std::string&) {});  // what was written loads
+  LoadedModel::load(out.partial(), [](const std::string&) {});  // what was written loads
   std::error_code error;
-  report.bytes_out = fs::file_size(partial.path / kWeightsFile, error);
+  report.bytes_out = fs::file_size(weights_file, error);
   stop_if_asked();
-  try {
-    move_into_place(partial.path, out, exists);
-  } catch (const fs::filesystem_error& e) {
-    cannot_write(output, e);
-  }
-  partial.keep = true;
+  out.commit();
   return report;
 }
 

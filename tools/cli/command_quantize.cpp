@@ -24,6 +24,7 @@ struct QuantizeCommandOptions {
 };
 
 void run_quantize(const QuantizeCommandOptions& options) {
+  set_threads(options.common.threads);  // the matrices convert on every thread
   QuantizeOptions quantize;
   quantize.type = parse_compute_type(options.type);
   quantize.group_size = options.group_size;
@@ -48,6 +49,7 @@ void run_quantize(const QuantizeCommandOptions& options) {
   const nlohmann::json summary = {{"input", options.common.model_dir},
                                   {"output", options.out},
                                   {"type", options.type},
+                                  {"group_size", report.group_size},
                                   {"matrices", report.matrices},
                                   {"int8_fallbacks", report.int8_fallbacks},
                                   {"tensors", report.tensors},
@@ -57,7 +59,7 @@ void run_quantize(const QuantizeCommandOptions& options) {
   if (options.common.json) return print_json_line(summary);
   std::cout << "wrote " << printable(options.out) << ": " << report.matrices << " weight matrices";
   if (quantize.type == ComputeType::Int4) {
-    const int group = options.group_size < 0 ? 32 : options.group_size;
+    const int group = report.group_size;
     std::cout << ", " << report.matrices - report.int8_fallbacks << " as int4 in groups of " << group;
     if (report.int8_fallbacks > 0)
       std::cout << " and " << report.int8_fallbacks << " as int8 with a scale per row (their widths are not a multiple of "
@@ -65,7 +67,7 @@ void run_quantize(const QuantizeCommandOptions& options) {
   } else {
     std::cout << " as " << options.type;
     if (quantize.type == ComputeType::Int8)
-      std::cout << (options.group_size > 0 ? " in groups of " + std::to_string(options.group_size) : " with a scale per row");
+      std::cout << (report.group_size > 0 ? " in groups of " + std::to_string(report.group_size) : " with a scale per row");
   }
   std::cout << ", " << report.tensors << " tensors, " << report.bytes_out << " bytes (from " << report.bytes_in
             << ")\n";
@@ -84,7 +86,6 @@ void setup_quantize(CLI::App& app) {
       "result runs as stored, exactly as --compute-type TYPE runs the original. Example:\n"
       "  ordo quantize --model weights/sinusoidal --out sinusoidal-int8 --type int8");
   add_common_options(*command, options->common);
-  command->remove_option(command->get_option("--threads"));  // one pass over the tensors, no product
   command->remove_option(command->get_option("--rope-scaling"));
   command->remove_option(command->get_option("--compute-type"));
   command->remove_option(command->get_option("--group-size"));  // its own below: of the type written

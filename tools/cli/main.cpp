@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     // Not a defect of ordo's: what it needed did not fit (ordo sizes what it can first).
-    std::cerr << "ordo: out of memory (is a memory limit, ulimit -v or ulimit -d, set too low? Raise it, or use "
-                 "a smaller --batch-size or fewer --threads)\n";
+    std::cerr << "ordo: out of memory (is a memory limit, ulimit -v or ulimit -d, set too low? Raise it, or give "
+                 "ordo less at once: fewer --threads, a smaller --batch-size, where the command has them)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "ordo: internal error: " << e.what() << '\n';

@@ -36,8 +36,13 @@ StopSignals::StopSignals() {
   action.sa_handler = count_stop_signal;
   action.sa_flags = SA_RESTART;  // an interrupted read or wait resumes
   sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+  // A signal ignored when ordo started stays ignored (nohup, or a shell's background job
+  // that the terminal's Ctrl-C must not stop): the caller's choice, as every Unix tool keeps it.
+  for (const int signal : {SIGTERM, SIGINT}) {
+    struct sigaction before {};
+    if (sigaction(signal, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
+    sigaction(signal, &action, nullptr);
+  }
   std::signal(SIGPIPE, SIG_IGN);
   const sigset_t set = stop_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);

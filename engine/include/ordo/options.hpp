@@ -59,8 +59,9 @@ struct DecodingOptions {
   int max_length = 0;
   // true: a max_length beyond the room the positions leave after a prompt is cut to that
   // room instead of refused. How a checkpoint's max_length applies, which no user chose
-  // for this prompt: Model::with_generation_defaults sets it when it takes max_length from
-  // generation_config.json (Marian's 512 is its whole position table).
+  // for this prompt: Model::generation_defaults() has it set when generation_config.json
+  // gives max_length (Marian's 512 is its whole position table), and
+  // Model::with_generation_defaults keeps it, or clears it for a max_length you chose.
   bool max_length_is_ceiling = false;
   // Fewest generated tokens, eos included: eos is impossible before. 0: no minimum.
   int min_length = 0;

@@ -37,6 +37,9 @@ struct QuantizeReport {
   // not a multiple of the group size (README, "Quantized weights"). 0 for other types.
   int int8_fallbacks = 0;
   int tensors = 0;              // tensors written (matrices, their scales, everything else as it was)
+  // Weights per scale written (config.json's quantization.group_size: int8 0 for a scale
+  // a row); -1 for the float types.
+  int group_size = -1;
   std::vector<std::string> copied_files;  // the other files of the directory (tokenizer, generation config)
 };
 
