@@ -363,6 +363,15 @@ TEST(Hostile, QuantizeStreamsUnderADataLimitSmallerThanTheModel) {
                                        "ulimit -d 35000; ");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(std::filesystem::file_size(dir / "f16" / "model.safetensors"), 45'000'000u);
+  // A SIGINT ignored when ordo starts (nohup; a script's background job, which the
+  // terminal's Ctrl-C must not stop) stays ignored: SIGINTs every 10 ms until it ends, and
+  // the pass completes.
+  // (Not under `timeout`, which would take the signal itself and give ordo the default.)
+  const std::string background = "trap '' INT; " + shell_quote(ORDO_CLI) + " quantize --type int8 --model " +
+                                 shell_quote((dir / "f32").string()) + " --out " + shell_quote((dir / "int8").string()) +
+                                 " >/dev/null & pid=$!; while kill -INT $pid 2>/dev/null; do sleep 0.01; done; wait $pid";
+  EXPECT_EQ(std::system(("sh -c " + shell_quote(background)).c_str()), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "int8" / "config.json"));
   std::filesystem::remove_all(dir);
 }
 

@@ -592,6 +592,15 @@ TEST(Quantized, QuantizeFillsTheDirectoryAsTheUserNamedIt) {
   auto r = quantize_to((dir / "slash").string() + "/");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(written(dir / "slash"));
+  // --json says the group size written: int8 0 (a scale a row), int4 its groups, float -1.
+  for (const auto& [flags, group] : std::vector<std::pair<std::string, int>>{
+           {"--type int8", 0}, {"--type int4 --group-size 64", 64}, {"--type f16", -1}}) {
+    const auto j = run_ordo("quantize --json " + flags + " --out " + shell_quote((dir / "json").string()) +
+                            " --model " + shell_quote((kWeights / "sinusoidal").string()));
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    EXPECT_EQ(nlohmann::json::parse(j.out)["group_size"], group) << flags;
+    fs::remove_all(dir / "json");
+  }
   fs::create_directory(dir / "shared");
   fs::permissions(dir / "shared", fs::perms::owner_all | fs::perms::group_all | fs::perms::set_gid);
   r = quantize_to((dir / "shared").string());
