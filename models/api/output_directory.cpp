@@ -71,7 +71,8 @@ OutputDirectory::OutputDirectory(const fs::path& output, const fs::path& input)
     throw Error(named_.string(), "is the input directory", "write the converted model to a new directory");
   const fs::file_status status = fs::status(out_, error);
   if (error && status.type() != fs::file_type::not_found) {
-    if (fs::is_symlink(fs::symlink_status(out_)) && error == std::errc::too_many_symbolic_link_levels)
+    std::error_code ignored;
+    if (fs::is_symlink(fs::symlink_status(out_, ignored)) && error == std::errc::too_many_symbolic_link_levels)
       throw Error(named_.string(), "is a symbolic link that leads back to itself", "choose another directory");
     throw Error(named_.string(), "cannot be examined: " + error.message(), "choose a directory you can reach");
   }
@@ -100,7 +101,8 @@ OutputDirectory::OutputDirectory(const fs::path& output, const fs::path& input)
   if (made_.empty()) made_ = partial_;
   fs::create_directories(partial_, error);
   if (error) {
-    fs::remove_all(made_, error);
+    std::error_code ignored;
+    fs::remove_all(made_, ignored);  // the parents made before the failure
     cannot_write(named_, error);
   }
 }
