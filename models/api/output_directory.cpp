@@ -45,11 +45,6 @@ void remove_stale_partials(const fs::path& dir, const std::string& prefix) {
     if (stale_partial(entry.path().filename().string(), prefix)) fs::remove_all(entry.path(), error);
 }
 
-[[noreturn]] void cannot_write(const fs::path& named, const std::error_code& error) {
-  throw Error(named.string(), "cannot be written: " + error.message(),
-              "choose a directory you can write to, on a disk with room");
-}
-
 // rename(2) that never replaces `to`: EEXIST when something is there.
 std::error_code rename_without_replacing(const fs::path& from, const fs::path& to) {
   if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return {};
@@ -63,6 +58,11 @@ std::error_code rename_without_replacing(const fs::path& from, const fs::path& t
 }
 
 }  // namespace
+
+void OutputDirectory::cannot_write(const fs::path& file, const std::error_code& error) {
+  throw Error(file.string(), "cannot be written: " + error.message(),
+              "choose a directory you can write to, on a disk with room");
+}
 
 OutputDirectory::OutputDirectory(const fs::path& output, const fs::path& input)
     : named_(output), out_(named_directory(output)) {

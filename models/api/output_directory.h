@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <system_error>
 
 namespace ordo {
 
@@ -25,6 +26,9 @@ class OutputDirectory {
 
   // Where the files go until commit().
   const std::filesystem::path& partial() const { return partial_; }
+  // Throws the Error a failed write into the output is: `file` (the output or a file of
+  // it, as the user would name it) and the system's reason.
+  [[noreturn]] static void cannot_write(const std::filesystem::path& file, const std::error_code& error);
   // The partial directory into place (for an existing output, config.json last: a
   // directory without it is no model). Never replaces a file: one that appeared since
   // the check (another program writing there) is an Error, and nothing is moved over it.

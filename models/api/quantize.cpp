@@ -8,7 +8,6 @@
 #include <memory>
 #include <system_error>
 
-
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
@@ -168,9 +167,7 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
       throw Error(entry.path().string(), "cannot be read, so it cannot be copied",
                   "make it readable, or move it out of the model directory");
     fs::copy_file(entry.path(), out.partial() / name, error);
-    if (error)
-      throw Error((output / name).string(), "cannot be written: " + error.message(),
-                  "choose a directory you can write to, on a disk with room");
+    if (error) OutputDirectory::cannot_write(output / name, error);
     report.copied_files.push_back(name);
   }
   LoadedModel::load(out.partial(), [](const std::string&) {});  // what was written loads

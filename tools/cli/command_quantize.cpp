@@ -40,7 +40,7 @@ void run_quantize(const QuantizeCommandOptions& options) {
     report = quantize_model(options.common.model_dir, options.out, quantize);
   } catch (const Error&) {
     if (signals.count() == 0) throw;
-    std::cerr << "ordo: " << printable(options.out) << ": stopped by " << (signals.first() == SIGINT ? "SIGINT" : "SIGTERM")
+    std::cerr << "ordo: " << printable(options.out) << ": stopped by " << signals.first_name()
               << " before it was complete; nothing was written\n";
     std::signal(signals.first(), SIG_DFL);
     std::raise(signals.first());
@@ -59,11 +59,11 @@ void run_quantize(const QuantizeCommandOptions& options) {
   if (options.common.json) return print_json_line(summary);
   std::cout << "wrote " << printable(options.out) << ": " << report.matrices << " weight matrices";
   if (quantize.type == ComputeType::Int4) {
-    const int group = report.group_size;
-    std::cout << ", " << report.matrices - report.int8_fallbacks << " as int4 in groups of " << group;
+    std::cout << ", " << report.matrices - report.int8_fallbacks << " as int4 in groups of " << report.group_size;
     if (report.int8_fallbacks > 0)
       std::cout << " and " << report.int8_fallbacks << " as int8 with a scale per row (their widths are not a multiple of "
-                << group << (report.int8_fallbacks == report.matrices ? "; none is: this is the int8 model" : "") << ")";
+                << report.group_size << (report.int8_fallbacks == report.matrices ? "; none is: this is the int8 model" : "")
+                << ")";
   } else {
     std::cout << " as " << options.type;
     if (quantize.type == ComputeType::Int8)

@@ -80,8 +80,6 @@ std::vector<ModelSpec> model_specs(const ServeOptions& options) {
   return specs;
 }
 
-const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
-
 void run_serve(const ServeOptions& options) {
   const std::vector<ModelSpec> specs = model_specs(options);
   // Flags wrong for any model are usage errors before the port opens, as in every command.
@@ -149,7 +147,7 @@ void run_serve(const ServeOptions& options) {
   while (!stop_signals.wait_beyond(0, std::chrono::hours(1))) {
   }
   state.draining = true;
-  std::cout << "ordo serve: " << signal_name(stop_signals.first())
+  std::cout << "ordo serve: " << stop_signals.first_name()
             << ": no new connections; finishing the requests in flight (at most " << options.drain_timeout
             << " s, or until a second signal)" << std::endl;
   // The drain is bounded: a supervisor (systemd, Kubernetes) kills a process that

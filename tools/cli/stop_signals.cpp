@@ -57,6 +57,8 @@ int StopSignals::count() const { return received.load(); }
 
 int StopSignals::first() const { return first_signal.load(); }
 
+const char* StopSignals::first_name() const { return first() == SIGINT ? "SIGINT" : "SIGTERM"; }
+
 bool StopSignals::wait_beyond(int seen, std::chrono::milliseconds timeout) const {
   // Polled: a handler that runs on another thread cannot wake this one. A signal taken
   // by this thread cuts the sleep short.

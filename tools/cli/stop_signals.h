@@ -26,6 +26,8 @@ class StopSignals {
   int count() const;
   // The first signal's number (SIGTERM or SIGINT) once count() > 0, else 0.
   int first() const;
+  // Its name for messages: "SIGINT" or "SIGTERM".
+  const char* first_name() const;
   // Sleeps until count() > `seen` or `timeout` passes; true when a new signal came.
   bool wait_beyond(int seen, std::chrono::milliseconds timeout) const;
 };
