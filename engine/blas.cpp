@@ -189,15 +189,24 @@ void stored_small_gemm(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, con
   threads::split(*workers, b.rows(), kConvertedRows, stream);
 }
 
-// Many rows of a: sgemm on blocks of b converted to float32.
-void stored_gemm(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
+// Many rows of a: sgemm on blocks of b's rows, converted to float32 unless they are.
+// Float32 weights take the same blocks, read in place: OpenBLAS's sums depend on how
+// the columns of c are split across its calls (random 40 x 344 by 600 x 344 products,
+// whole against 256 columns at a time, differed in their last bit on 100 of 180 shapes,
+// with its Haswell and its Skylake-X kernels alike), so only the same calls on the same
+// values give an F16 or BF16 matrix exactly its float32 conversion's numbers.
+void weight_gemm(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue* epilogue) {
   ready_for_openblas();
   const auto slice = [&](Index first, Index count, int) {
-    float* block = converted_rows(kConvertedBlock, b.cols());
+    float* block = b.is_float32() ? nullptr : converted_rows(kConvertedBlock, b.cols());
     for (Index r = first; r < first + count; r += kConvertedBlock) {
       const Index rows = std::min(kConvertedBlock, first + count - r);
-      b.dequantize(r, rows, block, b.cols());
-      sgemm(CblasTrans, a, ConstMatrixRef(block, rows, b.cols()), c.col_block(r, rows), 1.0f, 0.0f);
+      ConstMatrixRef weights(block, rows, b.cols());
+      if (b.is_float32())
+        weights = b.float32().row_block(r, rows);
+      else
+        b.dequantize(r, rows, block, b.cols());
+      sgemm(CblasTrans, a, weights, c.col_block(r, rows), 1.0f, 0.0f);
     }
     if (epilogue) apply_epilogue(*epilogue, c.col_block(first, count), first);
   };
@@ -222,13 +231,14 @@ void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, const Epilogue& ep
 
 void gemm_nt(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue& epilogue) {
   const Epilogue* after = epilogue.empty() ? nullptr : &epilogue;
-  if (b.is_float32()) return multiply_nt(a, b.float32(), c, 1.0f, 0.0f, after);
   assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
   if (c.empty()) return;
   if (kernels::integer_product_takes(b)) return integer_gemm(a, b, c, after);
+  const bool small = a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights;
+  if (b.is_float32() && (a.rows() == 1 || small)) return multiply_nt(a, b.float32(), c, 1.0f, 0.0f, after);
   if (a.rows() == 1) return stored_matvec(a, b, c, after);
-  if (a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights) return stored_small_gemm(a, b, c, after);
-  stored_gemm(a, b, c, after);
+  if (small) return stored_small_gemm(a, b, c, after);
+  weight_gemm(a, b, c, after);
 }
 
 void gemm_nn(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, float alpha, float beta) {

@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/half.h"
+#include "engine/int4_product.h"
 #include "engine/integer_product_amx.h"
 #include "engine/integer_product_avx512.h"
 #include "engine/integer_product_internal.h"
@@ -58,33 +59,33 @@ bool zero_group(float amax, bool finite, std::int8_t* q, Index n, float& scale) 
   return true;
 }
 
-// q[k] for k in [begin, end), and 8 * each into its lane of offsets.
-void quantize_values(const float* x, Index begin, Index end, float inverse, std::int8_t* q, std::int32_t* offsets) {
+// q[k] for k in [begin, end), each added to sum.
+void quantize_values(const float* x, Index begin, Index end, float inverse, std::int8_t* q, std::int32_t& sum) {
   for (Index k = begin; k < end; ++k) {
     // |x[k] * inverse| <= 127 (1 + 2^-23): it rounds into [-127, 127].
     const auto value = static_cast<std::int32_t>(round_to_even(x[k] * inverse));
     q[k] = static_cast<std::int8_t>(value);
-    offsets[lane_of(k)] += 8 * value;
+    sum += value;
   }
 }
 
-// One group of a row: q and the group's scale (0 when tiny, NaN when not finite), and
-// 8 * the lane sums of q into offsets. Returns the scale.
-float quantize_group_portable(const float* x, Index n, std::int8_t* q, std::int32_t* offsets) {
+// One group of a row: q, the sum of q and the group's scale (0 when tiny, NaN when not
+// finite). Returns the scale.
+float quantize_group_portable(const float* x, Index n, std::int8_t* q, std::int32_t& sum) {
   float amax = 0.0f, scale = 0.0f;
   bool finite = true;
   fold_magnitudes(x, 0, n, amax, finite);
-  std::fill(offsets, offsets + 8, 0);
+  sum = 0;
   if (zero_group(amax, finite, q, n, scale)) return scale;
-  quantize_values(x, 0, n, 127.0f / amax, q, offsets);
+  quantize_values(x, 0, n, 127.0f / amax, q, sum);
   return amax / 127.0f;
 }
 
 #if defined(__x86_64__)
 // The same numbers, 32 values at a time: the same product x * inverse and the same
 // rounding (the float addition above, then an exact conversion), a maximum (exact in any
-// order) and integer lane sums. The portable code finishes a group's last values.
-ORDO_AVX2 float quantize_group_avx2(const float* x, Index n, std::int8_t* q, std::int32_t* offsets) {
+// order) and an integer sum. The portable code finishes a group's last values.
+ORDO_AVX2 float quantize_group_avx2(const float* x, Index n, std::int8_t* q, std::int32_t& sum) {
   const __m256 magnitude_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
   const Index vector_end = n / 32 * 32;
@@ -100,7 +101,7 @@ ORDO_AVX2 float quantize_group_avx2(const float* x, Index n, std::int8_t* q, std
   bool finite = _mm256_movemask_ps(not_finite) == 0;
   for (const float v : lanes) group_max = std::max(group_max, v);
   fold_magnitudes(x, vector_end, n, group_max, finite);
-  std::fill(offsets, offsets + 8, 0);
+  sum = 0;
   if (zero_group(group_max, finite, q, n, scale)) return scale;
   const float inverse_scalar = 127.0f / group_max;
   const __m256 inverse = _mm256_set1_ps(inverse_scalar), shift = _mm256_set1_ps(12582912.0f);
@@ -119,8 +120,10 @@ ORDO_AVX2 float quantize_group_avx2(const float* x, Index n, std::int8_t* q, std
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes);
     lane_sums = _mm256_add_epi32(lane_sums, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(offsets), _mm256_slli_epi32(lane_sums, 3));
-  quantize_values(x, vector_end, n, inverse_scalar, q, offsets);
+  alignas(32) std::int32_t sums[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(sums), lane_sums);
+  for (const std::int32_t lane : sums) sum += lane;
+  quantize_values(x, vector_end, n, inverse_scalar, q, sum);
   return group_max / 127.0f;
 }
 
@@ -176,7 +179,7 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
   grow(q_, rows_ * stride_);
   grow(q_unsigned_, rows_ * stride_);
   grow(scales_, rows_ * groups_);
-  grow(nibble_offsets_, rows_ * groups_ * 8);
+  grow(sums_, rows_ * groups_);
   avx2_ = false;
 #if defined(__x86_64__)
   avx2_ = path >= KernelPath::Avx2 && widest_kernel_path() >= KernelPath::Avx2;
@@ -189,20 +192,11 @@ void QuantizedActivations::quantize_on([[maybe_unused]] KernelPath path, ConstMa
     grow(signs_, rows_ * stride_);
     grow(negative_sums_, rows_ * groups_ * 8);
   }
-  // Where x86 int4 kernels read the pair order (the portable path never does): every one
-  // in groups of 32; in groups of a multiple of 64 the one-row kernel (row_int4_groups).
-  pair_order_ = avx2_ && ((group_ == 32 && cols_ % 64 == 0) || (group_ % 64 == 0 && rows_ == 1));
-  pairs_ = pair_order_ && group_ == 32;
-  if (pair_order_) grow(pair_q_, rows_ * stride_);
-  if (pairs_) {
-    grow(pair_minus_offsets_, rows_ * groups_ * 8);
-    grow(pair_scales_, rows_ * groups_ * 8);
-  }
   for_rows(rows_, [&](Index begin, Index end) { quantize_rows(x, begin, end); });
 }
 
 void QuantizedActivations::quantize_rows(ConstMatrixRef x, Index begin, Index end) {
-  float (*quantize_group)(const float*, Index, std::int8_t*, std::int32_t*) = quantize_group_portable;
+  float (*quantize_group)(const float*, Index, std::int8_t*, std::int32_t&) = quantize_group_portable;
 #if defined(__x86_64__)
   if (avx2_) quantize_group = quantize_group_avx2;
 #endif
@@ -211,12 +205,10 @@ void QuantizedActivations::quantize_rows(ConstMatrixRef x, Index begin, Index en
     std::int8_t* q = q_.data() + i * stride_;
     for (Index g = 0; g < groups_; ++g) {
       const Index first = g * group_;
-      const float scale = quantize_group(row + first, group_, q + first, nibble_offsets_.data() + (i * groups_ + g) * 8);
+      const float scale = quantize_group(row + first, group_, q + first, sums_[static_cast<std::size_t>(i * groups_ + g)]);
       scales_[static_cast<std::size_t>(i * groups_ + g)] = scale;
     }
     std::fill(q + cols_, q + stride_, std::int8_t{0});
-    if (pair_order_) arrange_pair_order(i);
-    if (pairs_) arrange_pairs(i);
     std::uint8_t* u = q_unsigned_.data() + i * stride_;
 #if defined(__x86_64__)
     if (avx2_) {
@@ -240,50 +232,18 @@ void QuantizedActivations::split_signs([[maybe_unused]] Index i) {
 #endif
 }
 
-void QuantizedActivations::arrange_pair_order(Index i) {
-  const std::int8_t* from = q(i);
-  std::int8_t* to = pair_q_.data() + i * stride_;
-  for (Index k = 0; k < cols_; k += 64) {
-    std::copy_n(from + k, 16, to + k);
-    std::copy_n(from + k + 32, 16, to + k + 16);
-    std::copy_n(from + k + 16, 16, to + k + 32);
-    std::copy_n(from + k + 48, 16, to + k + 48);
-  }
-}
-
-void QuantizedActivations::arrange_pairs(Index i) {
-  for (Index g = 0; g < groups_; g += 2) {
-    const std::int32_t* offsets = nibble_offsets(i) + g * 8;
-    std::int32_t* minus = pair_minus_offsets_.data() + i * groups_ * 8 + g * 8;
-    float* pair_scales = pair_scales_.data() + i * groups_ * 8 + g * 8;
-    for (int l = 0; l < 16; ++l) {
-      const int group = l / 4 % 2, lane = l % 4 + l / 8 * 4;  // lanes [g 0-3, g + 1 0-3, g 4-7, g + 1 4-7]
-      minus[l] = -offsets[group * 8 + lane];
-      pair_scales[l] = scales(i)[g + group];
-    }
-  }
-}
-
 namespace {
 
 // ---- Portable: the definition, one product at a time.
 
-// Weight k of a row as an integer: the int8 value, or an int4 nibble minus 8. Runs of 32
-// int4 weights are 16 bytes: low nibbles hold weights 0..15, high ones 16..31.
-int weight_at(const WeightMatrix& w, const void* row, Index k) {
-  if (w.format() == WeightFormat::Int8) return static_cast<const std::int8_t*>(row)[k];
-  const std::uint8_t byte = static_cast<const std::uint8_t*>(row)[k / kInt4Run * 16 + k % 16];
-  return (k % kInt4Run < 16 ? byte & 0x0f : byte >> 4) - 8;
-}
-
 float product_portable(const QuantizedActivations& a, Index i, const WeightMatrix& w, Index r) {
-  const void* row = w.row<std::byte>(r);
+  const std::int8_t* row = w.row<std::int8_t>(r);
   const std::int8_t* q = a.q(i);
   float t[2][8] = {};
   for (Index g = 0; g < a.groups(); ++g) {
     const Index begin = g * a.group();
     std::int32_t lanes[8] = {};
-    for (Index k = begin; k < begin + a.group(); ++k) lanes[lane_of(k - begin)] += q[k] * weight_at(w, row, k);
+    for (Index k = begin; k < begin + a.group(); ++k) lanes[lane_of(k - begin)] += q[k] * row[k];
     const float c = a.scales(i)[g] * weight_scale(w, r, g);
     for (int l = 0; l < 8; ++l) t[g % 2][l] = std::fma(static_cast<float>(lanes[l]), c, t[g % 2][l]);
   }
@@ -303,14 +263,6 @@ float product_portable(const QuantizedActivations& a, Index i, const WeightMatri
 ORDO_AVX2 inline __m256i lanes_int8(__m256i w, __m256i w_magnitude, __m256i q) {
   const __m256i pairs = _mm256_maddubs_epi16(w_magnitude, _mm256_sign_epi8(q, w));
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-// A run of 32 int4 weights as 32 unsigned bytes n (0..15) in weight order.
-ORDO_AVX2 inline __m256i unpack_int4(const std::uint8_t* run) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(run));
-  const __m128i mask = _mm_set1_epi8(0x0f);
-  const __m128i low = _mm_and_si128(bytes, mask), high = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
-  return _mm256_set_m128i(high, low);
 }
 
 ORDO_AVX2 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
@@ -380,13 +332,8 @@ ORDO_AVX2 inline __attribute__((always_inline)) void runs_int8_4x2(const std::ui
 template <int NR>
 struct TileRows {
   const std::byte* values[NR];
-  const std::byte* scales[NR];
-  bool int4;
-  // Group g's weight scale of row j (int4's F16 converted exactly).
-  ORDO_AVX2 float scale(int j, Index g) const {
-    if (int4) return _cvtsh_ss(reinterpret_cast<const std::uint16_t*>(scales[j])[g]);
-    return reinterpret_cast<const float*>(scales[j])[g];
-  }
+  const float* scales[NR];
+  float scale(int j, Index g) const { return scales[j][g]; }
 };
 
 // The definition's lanes P of group g for MR activation rows (from i0) and NR weight rows.
@@ -401,44 +348,8 @@ ORDO_AVX2 inline __attribute__((always_inline)) void group_lanes(const Quantized
     ORDO_UNROLL
     for (int j = 0; j < NR; ++j) p[i][j] = _mm256_setzero_si256();
   Index k = begin;
-  if (rows.int4) {
-    // A run's vpmaddubsw pairs are at most 2 x 15 x 127 = 3810 in magnitude: 8 runs add
-    // up in 16 bits (30480) before one vpmaddwd widens them, instead of one a run.
-    constexpr Index kRunsIn16Bits = 8;
-    while (k < end) {
-      const Index chunk_end = std::min(end, k + kRunsIn16Bits * kInt4Run);
-      __m256i pairs[MR][NR];
-      ORDO_UNROLL
-      for (int i = 0; i < MR; ++i)
-        ORDO_UNROLL
-        for (int j = 0; j < NR; ++j) pairs[i][j] = _mm256_setzero_si256();
-      for (; k < chunk_end; k += kInt4Run) {
-        __m256i n[NR];
-        ORDO_UNROLL
-        for (int j = 0; j < NR; ++j) n[j] = unpack_int4(reinterpret_cast<const std::uint8_t*>(rows.values[j]) + k / 2);
-        ORDO_UNROLL
-        for (int i = 0; i < MR; ++i) {
-          const __m256i q = load(a.q(i0 + i) + k);
-          ORDO_UNROLL
-          for (int j = 0; j < NR; ++j) pairs[i][j] = _mm256_add_epi16(pairs[i][j], _mm256_maddubs_epi16(n[j], q));
-        }
-      }
-      ORDO_UNROLL
-      for (int i = 0; i < MR; ++i)
-        ORDO_UNROLL
-        for (int j = 0; j < NR; ++j)
-          p[i][j] = _mm256_add_epi32(p[i][j], _mm256_madd_epi16(pairs[i][j], _mm256_set1_epi16(1)));
-    }
-    ORDO_UNROLL
-    for (int i = 0; i < MR; ++i) {
-      const __m256i offsets = load(a.nibble_offsets(i0 + i) + g * 8);
-      ORDO_UNROLL
-      for (int j = 0; j < NR; ++j) p[i][j] = _mm256_sub_epi32(p[i][j], offsets);
-    }
-    return;
-  }
-  // Kept out of the other tiles' code: with this asm beside them GCC spilled int4's 4 x 2
-  // accumulators (25 -> 19 GMAC/s).
+  // Kept out of the other tiles' code: with this asm beside them GCC spilled the 4 x 2
+  // accumulators of the tiles int4 had here (25 -> 19 GMAC/s).
   if constexpr (kSignSplit) {
     static_assert(MR == 4 && NR == 2);
     const Index runs_end = begin + (end - begin) / 32 * 32;
@@ -500,11 +411,10 @@ template <int MR, int NR, bool kSignSplit = false>
 ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index spacing,
                          Index first, float* y, Index y_stride) {
   TileRows<NR> rows;
-  rows.int4 = w.format() == WeightFormat::Int4;
   ORDO_UNROLL
   for (int j = 0; j < NR; ++j) {
     rows.values[j] = w.row<std::byte>(r + j * spacing);
-    rows.scales[j] = w.row_scales<std::byte>(r + j * spacing);
+    rows.scales[j] = w.row_scales<float>(r + j * spacing);
   }
   __m256 even[MR][NR], odd[MR][NR];
   ORDO_UNROLL
@@ -535,286 +445,6 @@ ORDO_AVX2 void tile_avx2(const QuantizedActivations& a, const WeightMatrix& w, I
       y[(i0 + i) * y_stride + (r + j * spacing - first)] = integer_detail::final_sum(even[i][j], odd[i][j]);
 }
 
-// Which of 8 groups' c a step of two takes: lanes 0-3 group 2p, lanes 4-7 group 2p + 1.
-alignas(32) constexpr std::int32_t kPairPicks[4][8] = {
-    {0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 2, 3, 3, 3, 3}, {4, 4, 4, 4, 5, 5, 5, 5}, {6, 6, 6, 6, 7, 7, 7, 7}};
-
-// Weight rows r, r + spacing, ..., r + (NR - 1) spacing of an int4 matrix: their packed
-// bytes and F16 scales, as the one-row kernels walk them.
-template <int NR>
-struct Int4Rows {
-  const std::uint8_t* values[NR];
-  const std::uint16_t* scales[NR];
-  Int4Rows(const WeightMatrix& w, Index r, Index spacing) {
-    for (int j = 0; j < NR; ++j) {
-      values[j] = w.row<std::uint8_t>(r + j * spacing);
-      scales[j] = w.row_scales<std::uint16_t>(r + j * spacing);
-    }
-  }
-};
-
-// row_int4_pairs' c of the last n < 8 groups of a row, from g (the rest 0): apart, so
-// that the loop keeps its registers.
-template <int NR>
-ORDO_AVX2 __attribute__((noinline)) void last_block_scales(const float* activation_scales,
-                                                           const std::uint16_t* const (&scales)[NR], Index g, Index n,
-                                                           __m256 (&block_c)[NR]) {
-  alignas(32) float s[8] = {};
-  std::copy_n(activation_scales, n, s);
-  for (int j = 0; j < NR; ++j) {
-    alignas(16) std::uint16_t w[8] = {};
-    std::copy_n(scales[j] + g, n, w);
-    block_c[j] = _mm256_mul_ps(_mm256_load_ps(s), _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(w))));
-  }
-}
-
-// int4 groups of 32, one activation row (a decode step), two groups a step: the 32
-// packed bytes of groups g and g + 1 (g even) unpack in three instructions to their low
-// nibbles [g 0-15, g+1 0-15] and high ones [g 16-31, g+1 16-31], against q arranged to
-// match (QuantizedActivations::pair_q), so vpmaddwd's lanes are [g 0-3, g+1 0-3] and
-// [g 4-7, g+1 4-7], and each group's float step is half of two vector ones. c_g = s_g
-// w_g is computed 8 groups at a time (one conversion and one multiply for 8, 6 % faster
-// than converting each step's two) and a step picks its two. The totals keep that
-// order: "low" holds the even chain's lanes 0-3 and the odd chain's 0-3, "high" their
-// 4-7, put back for the sum.
-// Rows r, r + spacing, ..., r + (NR - 1) spacing.
-template <int NR>
-ORDO_AVX2 void row_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i, Index r, Index spacing,
-                              Index first, float* y) {
-  const Int4Rows<NR> rows(w, r, spacing);
-  const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  const std::int8_t* q = a.pair_q(i);
-  const std::int32_t* minus_offsets = a.pair_minus_offsets(i);
-  __m256 low[NR], high[NR], block_c[NR];
-  for (int j = 0; j < NR; ++j) low[j] = high[j] = block_c[j] = _mm256_setzero_ps();
-  for (Index k = 0; k < a.cols(); k += 64) {
-    const Index g = k / 32;
-    if (g % 8 == 0) {  // c_g = s_g w_g of the next 8 groups, for each row
-      if (a.groups() - g >= 8) {
-        const __m256 s = _mm256_loadu_ps(a.scales(i) + g);
-        for (int j = 0; j < NR; ++j)
-          block_c[j] =
-              _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.scales[j] + g))));
-      } else {
-        last_block_scales<NR>(a.scales(i) + g, rows.scales, g, a.groups() - g, block_c);
-      }
-    }
-    // This step's two: c_g in lanes 0-3, c_g+1 in lanes 4-7.
-    const __m256i pick = load(kPairPicks[g % 8 / 2]);
-    const __m256i q_low = load(q + k), q_high = load(q + k + 32);
-    const __m256i minus_low = load(minus_offsets + g * 8), minus_high = load(minus_offsets + g * 8 + 8);
-    for (int j = 0; j < NR; ++j) {
-      const __m256i bytes = load(rows.values[j] + k / 2);
-      const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-      const __m256i p_low = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, q_low), ones), minus_low);
-      const __m256i p_high = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, q_high), ones), minus_high);
-      const __m256 c = _mm256_permutevar8x32_ps(block_c[j], pick);
-      low[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_low), c, low[j]);
-      high[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_high), c, high[j]);
-    }
-  }
-  for (int j = 0; j < NR; ++j) {
-    const __m256 even = _mm256_permute2f128_ps(low[j], high[j], 0x20), odd = _mm256_permute2f128_ps(low[j], high[j], 0x31);
-    y[r + j * spacing - first] = integer_detail::final_sum(even, odd);
-  }
-}
-
-// int4 groups of 32 for MR activation rows (from i0) against weight row r, two groups a
-// step as row_int4_pairs does (the same unpacking, lanes and float steps): the weights'
-// 32 bytes unpack once for every row. Each row's c_g = s_g w_g is computed 8 groups at a
-// time into c and picked from memory, and the totals are each row's low and high: 2 MR
-// registers, where the 4 x 2 tiles of tile_avx2 kept 16 totals and 8 sums in 16
-// registers and spilled, with a float step for every 32 weights.
-template <int MR>
-ORDO_AVX2 void tile_int4_pairs(const QuantizedActivations& a, const WeightMatrix& w, Index i0, Index r, Index first,
-                               float* y, Index y_stride) {
-  const std::uint8_t* row = w.row<std::uint8_t>(r);
-  const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
-  const std::int8_t* q[MR];
-  const std::int32_t* minus_offsets[MR];
-  ORDO_UNROLL
-  for (int i = 0; i < MR; ++i) {
-    q[i] = a.pair_q(i0 + i);
-    minus_offsets[i] = a.pair_minus_offsets(i0 + i);
-  }
-  const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  __m256 low[MR], high[MR];
-  ORDO_UNROLL
-  for (int i = 0; i < MR; ++i) low[i] = high[i] = _mm256_setzero_ps();
-  alignas(32) float c[MR][8] = {};
-  for (Index k = 0; k < a.cols(); k += 64) {
-    const Index g = k / 32;
-    if (g % 8 == 0) {  // c_g = s_g w_g of the next 8 groups (0 past the last), for each row
-      if (a.groups() - g >= 8) {
-        const __m256 w_scales = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + g)));
-        ORDO_UNROLL
-        for (int i = 0; i < MR; ++i) _mm256_store_ps(c[i], _mm256_mul_ps(_mm256_loadu_ps(a.scales(i0 + i) + g), w_scales));
-      } else {
-        const Index n = a.groups() - g;
-        alignas(16) std::uint16_t weight_scales[8] = {};
-        std::copy_n(scales + g, n, weight_scales);
-        const __m256 w_scales = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(weight_scales)));
-        for (int i = 0; i < MR; ++i) {
-          alignas(32) float s[8] = {};
-          std::copy_n(a.scales(i0 + i) + g, n, s);
-          _mm256_store_ps(c[i], _mm256_mul_ps(_mm256_load_ps(s), w_scales));
-        }
-      }
-    }
-    // This step's two: c_g in lanes 0-3, c_g+1 in lanes 4-7.
-    const __m256i pick = load(kPairPicks[g % 8 / 2]);
-    const __m256i bytes = load(row + k / 2);
-    const __m256i n_low = _mm256_and_si256(bytes, mask), n_high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-    ORDO_UNROLL
-    for (int i = 0; i < MR; ++i) {
-      const __m256i p_low = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_low, load(q[i] + k)), ones),
-                                             load(minus_offsets[i] + g * 8));
-      const __m256i p_high = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(n_high, load(q[i] + k + 32)), ones),
-                                              load(minus_offsets[i] + g * 8 + 8));
-      const __m256 step_c = _mm256_permutevar8x32_ps(_mm256_load_ps(c[i]), pick);
-      low[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_low), step_c, low[i]);
-      high[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_high), step_c, high[i]);
-    }
-  }
-  ORDO_UNROLL
-  for (int i = 0; i < MR; ++i) {
-    const __m256 even = _mm256_permute2f128_ps(low[i], high[i], 0x20), odd = _mm256_permute2f128_ps(low[i], high[i], 0x31);
-    y[(i0 + i) * y_stride + r - first] = integer_detail::final_sum(even, odd);
-  }
-}
-
-// ---- int4 in groups of a multiple of 64, one activation row (a decode step): two runs or
-// more a group, one float step a group. A step's 32 bytes unpack as row_int4_pairs' do
-// (both runs' low nibbles, then the high ones) against the pair-ordered q, but both runs
-// belong to one group: their vpmaddubsw pairs add up in 16 bits, step after step, and at
-// the end of the group (or of kFoldSteps steps) one fold, adding the two runs' halves,
-// and one vpmaddwd give the group's eight lanes in the definition's order. The per-group
-// tiles (tile_avx2) convert, scale and add eight lanes for every run of 32 and widen
-// every run to 32 bits. One thread, one row, 768 weight rows of 2048 on the AVX2 path:
-// groups of 64 25.8 -> 45.7 GMAC/s, 128 32.8 -> 55.7, 256 37.0 -> 60.6 (groups of 32,
-// row_int4_pairs: 38.3). In batches the per-group tiles stay: a tile of 4 activation
-// rows against one weight row in this order ran slower than their 4 x 2 tiles for groups
-// of 64 and no faster above (so did AVX-512 tiles of 4 x 2 taking two groups a step).
-
-// Steps of 64 weights whose pairs add up in 16 bits: a pair is at most 2 x 15 x 127 in
-// magnitude, and a fold adds two runs' pairs, so 4 steps reach 16 x 1905 = 30480 < 2^15.
-constexpr Index kFoldSteps = 4;
-
-// The fold: [low's halves added, high's halves added] as eight 32-bit lanes 0-7 of the
-// two runs together: [low 0, high 1] + [low 1, high 0], one lane-crossing instruction.
-ORDO_AVX2 inline __m256i fold_runs(__m256i low, __m256i high) {
-  const __m256i folded =
-      _mm256_add_epi16(_mm256_blend_epi32(low, high, 0xf0), _mm256_permute2x128_si256(low, high, 0x21));
-  return _mm256_madd_epi16(folded, _mm256_set1_epi16(1));
-}
-
-// Adds `steps` steps of 64 weights (at most kFoldSteps) of one activation row (q in the
-// pair order) against NR weight rows (their bytes at rows[j]) to their lanes p: kSteps of
-// them when it is not 0 (the loop unrolled).
-template <int NR, int kSteps>
-ORDO_AVX2 inline __attribute__((always_inline)) void add_fold_one_row(const std::int8_t* q,
-                                                                      const std::uint8_t* const (&rows)[NR], int steps,
-                                                                      __m256i (&p)[NR]) {
-  const __m256i mask = _mm256_set1_epi8(0x0f);
-  __m256i low[NR], high[NR];
-  ORDO_UNROLL
-  for (int j = 0; j < NR; ++j) low[j] = high[j] = _mm256_setzero_si256();
-  const int count = kSteps > 0 ? kSteps : steps;
-  ORDO_UNROLL
-  for (int step = 0; step < count; ++step) {
-    const __m256i q_low = load(q + 64 * step), q_high = load(q + 64 * step + 32);
-    ORDO_UNROLL
-    for (int j = 0; j < NR; ++j) {
-      const __m256i bytes = load(rows[j] + 32 * step);
-      low[j] = _mm256_add_epi16(low[j], _mm256_maddubs_epi16(_mm256_and_si256(bytes, mask), q_low));
-      high[j] = _mm256_add_epi16(high[j],
-                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask), q_high));
-    }
-  }
-  ORDO_UNROLL
-  for (int j = 0; j < NR; ++j) p[j] = _mm256_add_epi32(p[j], fold_runs(low[j], high[j]));
-}
-
-// One activation row (a decode step) against NR weight rows r, r + spacing, ...: each
-// group's float step t = fma(P, c_g, t), c_g = s_g w_g computed 8 groups at a time as
-// row_int4_pairs does and read back broadcast (a permute to pick it cost 10 % more).
-// Groups go two at a time, so that each parity's totals stay in registers; the
-// pointers walk the row. kSteps: a group's steps of 64 weights (1, 2 or 4, unrolled), or
-// 0 for any multiple of 64 (in folds of kFoldSteps).
-struct GroupCursor {
-  const std::int8_t* q;
-  const std::int32_t* offsets;
-};
-
-template <int NR, int kSteps>
-ORDO_AVX2 inline __attribute__((always_inline)) void group_step_one_row(GroupCursor& at, std::uint8_t const* (&rows)[NR],
-                                                                        Index group, const float (&c)[NR][8], Index n,
-                                                                        __m256 (&totals)[NR]) {
-  __m256i p[NR];
-  ORDO_UNROLL
-  for (int j = 0; j < NR; ++j) p[j] = _mm256_setzero_si256();
-  if constexpr (kSteps > 0) {
-    add_fold_one_row<NR, kSteps>(at.q, rows, kSteps, p);
-  } else {
-    for (Index fold = 0; fold < group; fold += 64 * kFoldSteps) {
-      const std::uint8_t* fold_rows[NR];
-      for (int j = 0; j < NR; ++j) fold_rows[j] = rows[j] + fold / 2;
-      add_fold_one_row<NR, 0>(at.q + fold, fold_rows, static_cast<int>(std::min<Index>(kFoldSteps, (group - fold) / 64)),
-                              p);
-    }
-  }
-  const __m256i offsets = load(at.offsets);
-  ORDO_UNROLL
-  for (int j = 0; j < NR; ++j)
-    totals[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(p[j], offsets)), _mm256_set1_ps(c[j][n]), totals[j]);
-  at.q += group;
-  at.offsets += 8;
-  ORDO_UNROLL
-  for (int j = 0; j < NR; ++j) rows[j] += group / 2;
-}
-
-// c[j] = c_g of weight rows[j] for the 8 groups from g (or those left).
-template <int NR>
-ORDO_AVX2 inline void block_scales(const float* activation_scales, const std::uint16_t* const (&scales)[NR], Index g,
-                                   Index groups, float (&c)[NR][8]) {
-  if (groups - g >= 8) {
-    const __m256 s = _mm256_loadu_ps(activation_scales + g);
-    for (int j = 0; j < NR; ++j)
-      _mm256_store_ps(c[j], _mm256_mul_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + g)))));
-    return;
-  }
-  for (int j = 0; j < NR; ++j)  // the last n < 8 (only they are read)
-    for (Index n = 0; n < groups - g; ++n) c[j][n] = activation_scales[g + n] * _cvtsh_ss(scales[j][g + n]);
-}
-
-template <int NR, int kSteps>
-ORDO_AVX2 void row_int4_groups(const QuantizedActivations& a, const WeightMatrix& w, Index i, Index r, Index spacing,
-                               Index first, float* y) {
-  Int4Rows<NR> rows(w, r, spacing);  // its values walk the row
-  const Index groups = a.groups(), group = kSteps > 0 ? 64 * kSteps : a.group();
-  GroupCursor at{a.pair_q(i), a.nibble_offsets(i)};
-  __m256 even[NR], odd[NR];
-  for (int j = 0; j < NR; ++j) even[j] = odd[j] = _mm256_setzero_ps();
-  alignas(32) float c[NR][8];
-  for (Index g = 0; g < groups; g += 2) {
-    if (g % 8 == 0) block_scales<NR>(a.scales(i), rows.scales, g, groups, c);
-    group_step_one_row<NR, kSteps>(at, rows.values, group, c, g % 8, even);
-    if (g + 1 < groups) group_step_one_row<NR, kSteps>(at, rows.values, group, c, g % 8 + 1, odd);
-  }
-  for (int j = 0; j < NR; ++j) y[r + j * spacing - first] = integer_detail::final_sum(even[j], odd[j]);
-}
-
-// One activation row against weight rows [first, first + count) in groups of a multiple
-// of 64, kSteps as above: NR rows at a time half the matrix apart, as row_int4_pairs runs.
-template <int kSteps>
-ORDO_AVX2 void row_int4_groups_all(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count,
-                                   float* y) {
-  constexpr int NR = 2;
-  const Index half = count / NR;
-  for (Index r = first; r < first + half; ++r) row_int4_groups<NR, kSteps>(a, w, 0, r, half, first, y);
-  for (Index r = first + NR * half; r < first + count; ++r) row_int4_groups<1, kSteps>(a, w, 0, r, 1, first, y);
-}
-
 // Activation rows i0 .. i0 + MR - 1 against the weight rows [begin, end), NR at a time;
 // sign_split: 4 x 2 int8 tiles through runs_int8_4x2.
 template <int MR, int NR>
@@ -837,20 +467,6 @@ ORDO_AVX2 void panel_avx2(const QuantizedActivations& a, const WeightMatrix& w, 
 ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count, float* y,
                             Index y_stride) {
   constexpr int NR = 2;
-  if (w.format() == WeightFormat::Int4 && a.pairs() && a.rows() == 1) {
-    const Index half = count / NR;
-    for (Index r = first; r < first + half; ++r) row_int4_pairs<NR>(a, w, 0, r, half, first, y);
-    for (Index r = first + NR * half; r < first + count; ++r) row_int4_pairs<1>(a, w, 0, r, 1, first, y);
-    return;
-  }
-  if (w.format() == WeightFormat::Int4 && a.pair_order() && a.group() % 64 == 0 && a.rows() == 1) {
-    switch (a.group()) {
-      case 64: return row_int4_groups_all<1>(a, w, first, count, y);
-      case 128: return row_int4_groups_all<2>(a, w, first, count, y);
-      case 256: return row_int4_groups_all<4>(a, w, first, count, y);
-      default: return row_int4_groups_all<0>(a, w, first, count, y);
-    }
-  }
   if (a.rows() == 1) {
     const Index half = count / NR;
     for (Index r = first; r < first + half; ++r) tile_avx2<1, NR>(a, w, 0, r, half, first, y, y_stride);
@@ -858,21 +474,11 @@ ORDO_AVX2 void product_avx2(const QuantizedActivations& a, const WeightMatrix& w
     return;
   }
   const bool sign_split = w.format() == WeightFormat::Int8 && a.sign_split();
-  const bool int4_pairs = w.format() == WeightFormat::Int4 && a.pairs();
   constexpr Index kPanel = 64;
   for (Index panel = first; panel < first + count; panel += kPanel) {
     const Index end = std::min(first + count, panel + kPanel);
     integer_detail::stream_in(w, panel, end);
     Index i0 = 0;
-    if (int4_pairs) {
-      for (; i0 + 4 <= a.rows(); i0 += 4)
-        for (Index r = panel; r < end; ++r) tile_int4_pairs<4>(a, w, i0, r, first, y, y_stride);
-      for (; i0 + 2 <= a.rows(); i0 += 2)
-        for (Index r = panel; r < end; ++r) tile_int4_pairs<2>(a, w, i0, r, first, y, y_stride);
-      for (; i0 < a.rows(); ++i0)
-        for (Index r = panel; r < end; ++r) tile_int4_pairs<1>(a, w, i0, r, first, y, y_stride);
-      continue;
-    }
     for (; i0 + 4 <= a.rows(); i0 += 4) panel_avx2<4, NR>(a, w, i0, panel, end, first, y, y_stride, sign_split);
     for (; i0 + 2 <= a.rows(); i0 += 2) panel_avx2<2, NR>(a, w, i0, panel, end, first, y, y_stride);
     for (; i0 < a.rows(); ++i0) panel_avx2<1, NR>(a, w, i0, panel, end, first, y, y_stride);
@@ -895,15 +501,13 @@ void integer_product_on(KernelPath path, const QuantizedActivations& a, const We
                     std::string(kernel_path_name(widest_kernel_path())),
                 "ask for a path at most kernels::widest_kernel_path()");
   assert(integer_product_takes(w) && a.cols() == w.cols() && a.group() == w.group());
+  if (w.format() == WeightFormat::Int4) return int4_product(path, a, w, first, count, y, y_stride);
 #if defined(__x86_64__)
-  // Decode steps (a row or a few) stream faster through the AVX2 kernels, but for int4
-  // in groups of 32, whose AVX-512 kernels read two groups a step: int8 decoded the bench
-  // model at 3.8x f32 against 3.2x (one thread), int4 in groups of 128 and 256 ran at
-  // 29.5 and 33-44 GMAC/s against 21.4 and 33 (one and two rows, 768 x 2048; one row now
-  // takes row_int4_groups, 51-57). The same numbers either way.
-  const bool few_rows = a.rows() < 4 && !(w.format() == WeightFormat::Int4 && w.group() == 32);
+  // Decode steps (a row or a few) stream faster through the AVX2 kernels: int8 decoded
+  // the bench model at 3.8x f32 against 3.2x (one thread). The same numbers either way.
+  const bool few_rows = a.rows() < 4;
   if (path == KernelPath::Amx && amx::takes(a, w)) return amx::integer_product(a, w, first, count, y, y_stride);
-  if (path >= KernelPath::Avx512 && avx512::integer_product_takes(a, w) && !few_rows)
+  if (path >= KernelPath::Avx512 && avx512::integer_product_takes(w) && !few_rows)
     return avx512::integer_product(a, w, first, count, y, y_stride);
   if (path >= KernelPath::Avx2) return product_avx2(a, w, first, count, y, y_stride);
 #endif

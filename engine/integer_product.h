@@ -15,13 +15,19 @@
 //                      to even), in [-127, 127];
 //                      a group with amax below 2^-120 has q = 0 and s = 0; one with a
 //                      non-finite value has q = 0 and s = NaN (the product is NaN).
-//   per group g and lane l in 0..7: P[g][l] = the exact sum of q_k * w_k over the k of
-//                      the group with ((k - g G) mod 32) div 4 = l (w_k the int8 value,
-//                      or n - 8 for an int4 nibble n): the eight 32-bit lanes that
-//                      vector instructions fill, four adjacent products each;
-//   c_g = s_g * w_scale_g;  t[g mod 2][l] = fma(float(P[g][l]), c_g, t[g mod 2][l]) for
-//   g in order, from t = 0;  u[l] = t[0][l] + t[1][l];
-//   y = ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7)), all in float32.
+//   c_g = s_g * w_scale_g, in float32; then, by format:
+//   int8   per group g and lane l in 0..7: P[g][l] = the exact sum of q_k * w_k over the
+//          k of the group with ((k - g G) mod 32) div 4 = l: the eight 32-bit lanes that
+//          vector instructions fill, four adjacent products each;
+//          t[g mod 2][l] = fma(float(P[g][l]), c_g, t[g mod 2][l]) for g in order, from
+//          t = 0;  u[l] = t[0][l] + t[1][l];
+//          y = ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7)), all in float32.
+//   int4   per group g: P_g = the exact sum of q_k * (n_k - 8) over the group (n_k the
+//          nibble);  t = fma(float(P_g), c_g, t) for g in order, from t = 0;  y = t.
+//          One float step a group, as in llama.cpp's Q4_0 x Q8_0 dot product, so that
+//          the panels of engine/int4_panels.h give 16 weight rows' steps in one vector
+//          instruction. (|P_g| <= 8 x 127 x G: float(P_g) is exact for groups of fewer
+//          than 16384 weights, and rounds to nearest beyond, on every path alike.)
 // Integer sums have no order, and the float steps have one order for every path, batch
 // size and thread count: a sequence's numbers never depend on the CPU or on what else
 // is in its batch. Exact while |P| < 2^31: groups of at most kMaxIntegerGroup weights
@@ -69,23 +75,11 @@ class QuantizedActivations {
   const std::uint8_t* q_unsigned(Index i) const { return q_unsigned_.data() + i * stride_; }
   // Row i's scales s_g.
   const float* scales(Index i) const { return scales_.data() + i * groups_; }
-  // Row i's 8 * (sum of q over lane l of group g), at [g * 8 + l]: int4's nibbles n carry
-  // +8, and P = lanes of n * q minus these.
-  const std::int32_t* nibble_offsets(Index i) const { return nibble_offsets_.data() + i * groups_ * 8; }
-  // Row i's q in the order the int4 kernels of AVX2 and AVX-512 unpack 64 weights (two
-  // runs of 32) in: q of each 64 as [0-15, 32-47, 16-31, 48-63] (the low nibbles of both
-  // runs, then the high ones), so that 32-bit lanes are [run 1 lanes 0-3, run 2 lanes
-  // 0-3, run 1 4-7, run 2 4-7]. Set on the x86 paths for groups of 32 in rows of a
-  // multiple of 64 columns and, for one row (a decode step), groups of a multiple of 64
-  // (pair_order() is true).
-  bool pair_order() const { return pair_order_; }
-  // In groups of 32 (the two runs of 64 weights are groups g, g + 1, g even), with the
-  // pair order: per pair, in its lane order, minus the nibble offsets (the start of
-  // vpdpbusd's sums, and what AVX2 adds) and the scales s_g, s_g+1. Unset otherwise
-  // (pairs() is false).
-  bool pairs() const { return pairs_; }
-  // For AVX2's batch tiles (four rows or more, groups of at least 128, quantized on the
-  // AVX2 path), row i's q split as |q| and s = -1 where q < 0, and the correction
+  // Row i's sums of q, a group each: int4's nibbles n carry +8, and P = sum of n q minus
+  // 8 times these.
+  const std::int32_t* sums(Index i) const { return sums_.data() + i * groups_; }
+  // For AVX2's int8 batch tiles (four rows or more, groups of at least 128, quantized on
+  // the AVX2 path), row i's q split as |q| and s = -1 where q < 0, and the correction
   // N[g * 8 + l] = the sum of |q| over lane l of group g's whole runs of 32 where q < 0:
   // |q| * (w ^ s) is q * w - |q| where q < 0, so P = lanes of |q| * (w ^ s) plus N.
   // Unset otherwise (sign_split() is false).
@@ -93,28 +87,18 @@ class QuantizedActivations {
   const std::uint8_t* magnitudes(Index i) const { return magnitudes_.data() + i * stride_; }
   const std::int8_t* signs(Index i) const { return signs_.data() + i * stride_; }
   const std::int32_t* negative_sums(Index i) const { return negative_sums_.data() + i * groups_ * 8; }
-  const std::int8_t* pair_q(Index i) const { return pair_q_.data() + i * stride_; }
-  const std::int32_t* pair_minus_offsets(Index i) const { return pair_minus_offsets_.data() + i * groups_ * 8; }
-  const float* pair_scales(Index i) const { return pair_scales_.data() + i * groups_ * 8; }
 
  private:
   void quantize_rows(ConstMatrixRef x, Index begin, Index end);
-  void arrange_pair_order(Index i);
-  void arrange_pairs(Index i);
   void split_signs(Index i);
 
   Index rows_ = 0, cols_ = 0, group_ = 0, groups_ = 0, stride_ = 0;
   bool avx2_ = false;  // quantize_group_avx2 and the other AVX2 passes
   bool sign_split_ = false;
-  bool pair_order_ = false;
-  bool pairs_ = false;
   std::vector<std::int8_t> q_;
   std::vector<std::uint8_t> q_unsigned_;
   std::vector<float> scales_;
-  std::vector<std::int32_t> nibble_offsets_;
-  std::vector<std::int8_t> pair_q_;
-  std::vector<std::int32_t> pair_minus_offsets_;
-  std::vector<float> pair_scales_;
+  std::vector<std::int32_t> sums_;
   std::vector<std::uint8_t> magnitudes_;
   std::vector<std::int8_t> signs_;
   std::vector<std::int32_t> negative_sums_;

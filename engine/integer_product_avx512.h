@@ -14,11 +14,12 @@ class QuantizedActivations;
 
 namespace ordo::kernels::avx512 {
 
-// Whether this CPU has the instructions (AVX-512 F, BW, VL and VNNI) and w's groups fit
-// them: int8 with one scale a row or groups of a multiple of 64; int4 with groups of a
-// multiple of 64 from 128, or of 32 in rows of a multiple of 64 where a has the pair
-// order (the rest run on AVX2, int4 in groups of 64 because it runs faster there).
-bool integer_product_takes(const QuantizedActivations& a, const WeightMatrix& w);
+// Whether this CPU has the instructions: AVX-512 F, BW, VL and VNNI.
+bool cpu_has_vnni();
+
+// Whether this CPU has them and w's groups fit these int8 kernels: one scale a row or
+// groups of a multiple of 64 (the rest run on AVX2; int4 has its own, engine/int4_product.h).
+bool integer_product_takes(const WeightMatrix& w);
 
 #if defined(__x86_64__)
 // As kernels::integer_product, for a w that integer_product_takes() accepts.

@@ -30,12 +30,6 @@ float* dots_buffer(const WeightMatrix& w, float* y, float beta) {
   return buffer.data();
 }
 
-// Weight k of an int4 run of 32 (16 bytes): low nibbles hold 0..15, high ones 16..31.
-int int4_at(const std::uint8_t* run, Index k) {
-  const std::uint8_t byte = run[k % 16];
-  return (k < 16 ? byte & 0x0f : byte >> 4) - 8;
-}
-
 // ---- Portable: one weight at a time, in float32.
 
 // Row r of w as float32 (the definition every other path must agree with).
@@ -63,12 +57,13 @@ void dequantize_row_portable(const WeightMatrix& w, Index r, float* out) {
       for (Index k = 0; k < cols; ++k) out[k] = static_cast<float>(row[k]) * scales[k / w.group()];
       return;
     }
-    case WeightFormat::Int4: {
-      const std::uint8_t* row = w.row<std::uint8_t>(r);
-      const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
-      for (Index k = 0; k < cols; ++k)
-        out[k] = static_cast<float>(int4_at(row + k / kInt4Run * 16, k % kInt4Run)) *
-                 half_to_float(scales[k / w.group()]);
+    case WeightFormat::Int4: {  // from its panel (engine/int4_panels.h)
+      const Int4PanelLayout panels = w.int4_panels();
+      for (Index g = 0; g < panels.groups(); ++g) {
+        const float scale = half_to_float(panels.scale(r, g));
+        for (Index k = g * panels.group; k < (g + 1) * panels.group; ++k)
+          out[k] = static_cast<float>(panels.nibble(r, k) - 8) * scale;
+      }
       return;
     }
   }
@@ -116,21 +111,6 @@ ORDO_AVX2 inline __m256 load_bf16(const std::uint16_t* p) {
 ORDO_AVX2 inline __m256 load_int8(const std::int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
-// The 32 weights of an int4 run, as four vectors of eight in order.
-struct Int4Run {
-  __m256 w[4];
-};
-ORDO_AVX2 inline Int4Run load_int4(const std::uint8_t* run) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(run));
-  const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
-  const __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, mask), eight);
-  const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), eight);
-  return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)),
-           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
-           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)),
-           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))}};
-}
-
 // The eight weights of row r from k on, as float32: exactly what dequantize_row_portable
 // writes (a conversion, then one float multiply by the scale for quantized formats).
 struct F16Row {
@@ -231,20 +211,7 @@ ORDO_AVX2 void dequantize_row_avx2(const WeightMatrix& w, Index r, float* out) {
       for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(out + k, converted(k));
       break;
     }
-    case WeightFormat::Int4: {
-      const std::uint8_t* row = w.row<std::uint8_t>(r);
-      const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
-      __m256 scale = _mm256_setzero_ps();
-      for (Index group_end = 0; k < cols; k += kInt4Run) {
-        if (k == group_end) {
-          scale = _mm256_set1_ps(_cvtsh_ss(scales[k / w.group()]));
-          group_end += w.group();
-        }
-        const Int4Run run = load_int4(row + k / 2);
-        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + k + 8 * i, _mm256_mul_ps(run.w[i], scale));
-      }
-      break;
-    }
+    case WeightFormat::Int4:  // the portable loop: int4 rows convert one at a time (a lookup, a re-encoding)
     case WeightFormat::F32: break;
   }
   if (k < cols) {  // the tail, from the definition

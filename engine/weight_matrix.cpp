@@ -46,17 +46,25 @@ WeightMatrix WeightMatrix::int8(const std::int8_t* q, const float* scales, Index
   return w;
 }
 
-WeightMatrix WeightMatrix::int4(const std::uint8_t* packed, const std::uint16_t* scales, Index rows, Index cols,
-                                Index group) {
-  assert(cols % kInt4Run == 0 && group % kInt4Run == 0 && cols % group == 0);
+WeightMatrix WeightMatrix::int4(const Int4PanelLayout& panels) {
+  assert(panels.cols % kInt4Run == 0 && panels.group % kInt4Run == 0 && panels.cols % panels.group == 0);
   WeightMatrix w;
   w.format_ = WeightFormat::Int4;
-  w.data_ = packed;
-  w.scales_ = scales;
-  w.rows_ = rows;
-  w.cols_ = cols;
-  w.group_ = group;
+  w.data_ = panels.start;
+  w.rows_ = panels.rows;
+  w.cols_ = panels.cols;
+  w.group_ = panels.group;
   return w;
+}
+
+Int4PanelLayout WeightMatrix::int4_panels() const {
+  assert(format_ == WeightFormat::Int4);
+  return {static_cast<const std::byte*>(data_), rows_, cols_, group_};
+}
+
+std::size_t WeightMatrix::bytes() const {
+  if (format_ == WeightFormat::Int4) return int4_panels().bytes();
+  return static_cast<std::size_t>(rows_) * (row_bytes() + row_scale_bytes());
 }
 
 ConstMatrixRef WeightMatrix::float32() const {
@@ -86,7 +94,7 @@ std::size_t WeightMatrix::row_scale_bytes() const {
 }
 
 WeightMatrix WeightMatrix::row_block(Index first, Index count) const {
-  assert(first >= 0 && count >= 0 && first + count <= rows_);
+  assert(first >= 0 && count >= 0 && first + count <= rows_ && format_ != WeightFormat::Int4);
   WeightMatrix block = *this;
   block.data_ = static_cast<const std::byte*>(data_) + static_cast<std::size_t>(first) * row_bytes();
   if (scales_ != nullptr)

@@ -12,16 +12,17 @@
 //   F16, BF16  [rows, cols] of 16-bit values, row-major.
 //   Int8       q [rows, cols] int8; scales [rows, cols / group] float32;
 //              w[r, k] = q[r, k] * scales[r, k / group] (group = cols: one scale a row).
-//   Int4       packed [rows, cols / 2] bytes; scales [rows, cols / group] F16 (IEEE half).
-//              Each run of 32 weights of a row is 16 bytes: byte j holds weight j in its
-//              low nibble and weight j + 16 in its high nibble, as n = q + 8 (0..15);
-//              w[r, k] = (n - 8) * scales[r, k / group]. cols and group are multiples of 32.
+//   Int4       nibbles n = q + 8 (0..15) and F16 scales, arranged into panels of 16 rows
+//              (engine/int4_panels.h; files store runs of 32 a row, and the loader
+//              arranges them); w[r, k] = (n - 8) * scale[r, k / group]. cols and group
+//              are multiples of 32.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "engine/int4_panels.h"
 #include "engine/tensor.h"
 
 namespace ordo {
@@ -42,8 +43,8 @@ class WeightMatrix {
 
   static WeightMatrix half(WeightFormat format, const std::uint16_t* data, Index rows, Index cols);
   static WeightMatrix int8(const std::int8_t* q, const float* scales, Index rows, Index cols, Index group);
-  static WeightMatrix int4(const std::uint8_t* packed, const std::uint16_t* scales, Index rows, Index cols,
-                           Index group);
+  // Int4 weights arranged into panels (Int4Panels::view makes these).
+  static WeightMatrix int4(const Int4PanelLayout& panels);
 
   WeightFormat format() const { return format_; }
   bool is_float32() const { return format_ == WeightFormat::F32; }
@@ -61,15 +62,16 @@ class WeightMatrix {
   const void* data() const { return data_; }
   const void* scales() const { return scales_; }
 
-  // Bytes of one row's values, and of one row's scales.
+  // Bytes of one row's values, and of one row's scales (int4: as a file stores them).
   std::size_t row_bytes() const;
   std::size_t row_scale_bytes() const;
-  // What one pass over the whole matrix reads: values and scales.
-  std::size_t bytes() const { return static_cast<std::size_t>(rows_) * (row_bytes() + row_scale_bytes()); }
+  // What one pass over the whole matrix reads: values and scales (int4: its panels,
+  // padded to whole panels of 16 rows).
+  std::size_t bytes() const;
 
   // Row r's stored values and its scales, as T: the format's element type (float,
-  // std::uint16_t, std::int8_t; std::uint8_t or std::byte for int4's packed pairs, and
-  // float or std::uint16_t for int8's and int4's scales).
+  // std::uint16_t, std::int8_t; float for int8's scales). Not for int4, whose rows
+  // are woven into panels: int4_panels() says where its weights are.
   template <class T>
   const T* row(Index r) const {
     return reinterpret_cast<const T*>(static_cast<const std::byte*>(data_) + static_cast<std::size_t>(r) * row_bytes());
@@ -80,7 +82,10 @@ class WeightMatrix {
                                       static_cast<std::size_t>(r) * row_scale_bytes());
   }
 
-  // Rows [first, first + count), in the same format.
+  // Int4's panels (int4 only, asserted).
+  Int4PanelLayout int4_panels() const;
+
+  // Rows [first, first + count), in the same format. Not for int4.
   WeightMatrix row_block(Index first, Index count) const;
 
   // Rows [first, first + count) as float32 into out (row i at out + i * out_stride).

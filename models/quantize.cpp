@@ -127,10 +127,21 @@ WeightMatrix EncodedMatrix::view() const {
       return WeightMatrix::int8(reinterpret_cast<const std::int8_t*>(values.data()),
                                 reinterpret_cast<const float*>(scales.data()), rows, cols, group);
     case WeightFormat::Int4:
-      return WeightMatrix::int4(reinterpret_cast<const std::uint8_t*>(values.data()),
-                                reinterpret_cast<const std::uint16_t*>(scales.data()), rows, cols, group);
+      if (!panels)
+        panels.emplace(reinterpret_cast<const std::uint8_t*>(values.data()),
+                       reinterpret_cast<const std::uint16_t*>(scales.data()), rows, cols, group);
+      return panels->view();
   }
   return {};
+}
+
+WeightMatrix EncodedMatrix::view_to_run() {
+  const WeightMatrix matrix = view();
+  if (panels) {
+    values = {};
+    scales = {};
+  }
+  return matrix;
 }
 
 DType EncodedMatrix::values_dtype() const {

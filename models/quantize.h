@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,13 @@ struct EncodedMatrix {
   Index group = 0;  // weights per scale (quantized formats)
   std::vector<std::byte> values;
   std::vector<std::byte> scales;  // empty for float formats
+  // int4: the panels the products read (engine/int4_panels.h), arranged by the first view().
+  mutable std::optional<Int4Panels> panels;
 
   WeightMatrix view() const;
+  // view(), for a matrix that only runs (never written): int4 then frees its stored
+  // layout, keeping the panels alone.
+  WeightMatrix view_to_run();
   // How a safetensors file holds them: the values tensor's dtype and shape, and the
   // scales tensor's (the weight's name + "_scale").
   DType values_dtype() const;

@@ -299,7 +299,19 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     mapping->address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, mapping->fd, 0);
     if (mapping->address == MAP_FAILED) throw Error(file, "cannot mmap: " + system_error());
   }
-  return validate(path, std::move(mapping), file_size);
+  const bool mapped = mapping->address != MAP_FAILED;
+  SafetensorsFile opened = validate(path, std::move(mapping), file_size);
+  opened.mapped_ = mapped;
+  return opened;
+}
+
+void SafetensorsFile::release(const TensorInfo& info) const {
+  if (!mapped_ || info.bytes.empty()) return;
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(info.bytes.data());
+  const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + info.bytes.size()) / page * page;
+  // Advice only: a failure leaves the pages where they were.
+  if (first < last) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 SafetensorsFile SafetensorsFile::from_bytes(std::vector<std::byte> bytes, const std::filesystem::path& name) {

@@ -64,6 +64,12 @@ class SafetensorsFile {
   // view. Other dtypes throw Error naming the tensor.
   TensorView as_float32(const TensorInfo& info, std::vector<float>& storage) const;
 
+  // Lets the process's memory drop the pages wholly inside the tensor's bytes, for a
+  // tensor read once into another layout (an int4 matrix arranged into panels): they
+  // stay in the page cache, and a later read maps them back. Only for a file open()
+  // mapped; otherwise nothing.
+  void release(const TensorInfo& info) const;
+
  private:
   struct Mapping;
   // Everything open() promises, checked on the bytes of `mapping` (file_size of them).
@@ -71,6 +77,7 @@ class SafetensorsFile {
                                   std::uint64_t file_size);
   std::filesystem::path path_;
   std::shared_ptr<const void> owner_;  // the Mapping, or what from_checked_tensors() was given
+  bool mapped_ = false;                // open(): owner_ is a Mapping of the file
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, std::size_t> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;

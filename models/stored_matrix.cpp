@@ -19,11 +19,11 @@ std::string where(const StoredTensor& t) { return t.file->path().string() + ": t
 // The tensor's bytes as T, copied when the mapping places them at an address T cannot
 // be read from (safetensors aligns data only to the header's length).
 template <class T>
-const T* aligned(const StoredTensor& t, std::vector<std::vector<std::byte>>& copies) {
+const T* aligned(const StoredTensor& t, MatrixCopies& copies) {
   const std::byte* bytes = t.info->bytes.data();
   if (reinterpret_cast<std::uintptr_t>(bytes) % alignof(T) == 0) return reinterpret_cast<const T*>(bytes);
-  copies.emplace_back(t.info->bytes.begin(), t.info->bytes.end());
-  return reinterpret_cast<const T*>(copies.back().data());
+  copies.bytes.emplace_back(t.info->bytes.begin(), t.info->bytes.end());
+  return reinterpret_cast<const T*>(copies.bytes.back().data());
 }
 
 // A 16-bit float's exponent bits all set: infinity or NaN.
@@ -47,7 +47,7 @@ void check_shape(const StoredTensor& t, const Shape& want, const std::string& me
 // it), every one finite and > 0.
 template <class T>
 const T* checked_scales(const StoredTensor& values, const StoredTensor& scales, DType dtype, const TensorSpec& spec,
-                        Index group, bool int4_fallback, std::vector<std::vector<std::byte>>& copies) {
+                        Index group, bool int4_fallback, MatrixCopies& copies) {
   const Index rows = spec.shape[0], cols = spec.shape[1];
   const std::string name = scale_tensor_name(values.info->name);
   const char* format = dtype == DType::F32 ? "int8" : "int4";
@@ -133,7 +133,7 @@ void require_quantization(const StoredTensor& values, const Quantization& q, Wei
 }  // namespace
 
 WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, StoredTensor scales,
-                                const Quantization& quantization, std::vector<std::vector<std::byte>>& copies) {
+                                const Quantization& quantization, MatrixCopies& copies) {
   const Index rows = spec.shape[0], cols = spec.shape[1];
   const DType dtype = values.info->dtype;
   // A float weight with a scale: the scale is what is wrong. (A weight of a dtype no
@@ -174,7 +174,12 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       check_shape(values, Shape{rows, cols / 2}, meaning);
       const Index group = checked_group(values, quantization, cols);
       const std::uint16_t* s = checked_scales<std::uint16_t>(values, scales, DType::F16, spec, group, false, copies);
-      return WeightMatrix::int4(reinterpret_cast<const std::uint8_t*>(values.info->bytes.data()), s, rows, cols, group);
+      const Int4Panels& panels =
+          copies.int4.emplace_back(reinterpret_cast<const std::uint8_t*>(values.info->bytes.data()), s, rows, cols, group);
+      // Read once, into the panels: the process need not keep the file's pages.
+      values.file->release(*values.info);
+      scales.file->release(*scales.info);
+      return panels.view();
     }
     default:
       throw Error(where(values), "has dtype " + std::string(dtype_name(dtype)) + ", which a weight matrix cannot have",

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,19 @@ struct StoredTensor {
   const TensorInfo* info = nullptr;
 };
 
+// What bound matrices read instead of their files' bytes, kept as long as they are:
+// stored bytes that had to be copied to be read (an F16 tensor at an odd address), and
+// int4 matrices arranged into the panels their products read (engine/int4_panels.h).
+struct MatrixCopies {
+  std::vector<std::vector<std::byte>> bytes;
+  std::deque<Int4Panels> int4;  // a deque: adding one never moves the others
+};
+
 // `values` is the tensor of `spec` (a matrix); `scales` its scale tensor, or an empty
-// StoredTensor when the file has none. `quantization` is config.json's. Values that
-// must be copied to be read (an F16 tensor at an odd address) go into `copies`, whose
-// buffers must outlive the matrix.
+// StoredTensor when the file has none. `quantization` is config.json's. What the matrix
+// reads instead of the file goes into `copies`, which must outlive it; the file pages of
+// an arranged int4 matrix are then released (SafetensorsFile::release).
 WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, StoredTensor scales,
-                                const Quantization& quantization, std::vector<std::vector<std::byte>>& copies);
+                                const Quantization& quantization, MatrixCopies& copies);
 
 }  // namespace ordo

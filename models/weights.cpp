@@ -132,7 +132,7 @@ WeightMatrix WeightStore::run_as(WeightMatrix matrix, const ModelConfig& config,
   const Index group = stored.enabled() ? stored.group_for(matrix.cols()) : 0;
   if (matrix.format() == stored.type && (!stored.enabled() || matrix.group() == group)) return matrix;
   encoded_.push_back(encode_matrix(matrix, target, source_ + ": tensor '" + name + "'"));
-  return encoded_.back().view();
+  return encoded_.back().view_to_run();
 }
 
 WeightMatrix WeightStore::matrix(const std::string& name) const {

@@ -18,6 +18,7 @@
 #include "models/config.h"
 #include "models/quantize.h"
 #include "models/safetensors.h"
+#include "models/stored_matrix.h"
 #include "models/tensor_names.h"
 
 namespace ordo {
@@ -63,7 +64,7 @@ class WeightStore {
   std::map<std::string, TensorView> bound_;    // every expected non-matrix name; empty when absent
   std::map<std::string, WeightMatrix> matrices_;  // every expected matrix name; empty when absent
   std::vector<std::vector<float>> converted_;  // F16/BF16 data as float32 (stable buffers)
-  std::vector<std::vector<std::byte>> copies_;  // stored bytes that had to be realigned
+  MatrixCopies copies_;  // what matrices read instead of the files (models/stored_matrix.h)
   std::vector<EncodedMatrix> encoded_;  // matrices converted to the compute type
   std::vector<std::string> unused_;
   Index parameter_count_ = 0;

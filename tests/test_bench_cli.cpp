@@ -68,14 +68,18 @@ json bench_json(const std::string& arguments) {
 // The bytes of a float32 tensor run as `compute_type`, from the layout README's
 // "Quantized weights" gives: weight matrices (2-D ".weight"s) take the format, norms and
 // biases stay float32. int8: a byte a weight and a float32 scale a row; int4 (groups of
-// 32): half a byte a weight and an F16 scale a group, or int8's where 32 does not divide
+// 32): half a byte a weight and an F16 scale a group, in panels of 16 rows (a last one
+// padded), or int8's where 32 does not divide
 // the width.
 double bytes_as(const TensorInfo& t, const std::string& compute_type) {
   const double elements = static_cast<double>(element_count(t.shape));
   if (compute_type == "f32" || t.shape.size() != 2 || !t.name.ends_with(".weight")) return 4.0 * elements;
   const double rows = static_cast<double>(t.shape[0]);
   const bool packs = t.shape[1] % 32 == 0;
-  if (compute_type == "int4" && packs) return elements / 2 + 2.0 * elements / 32;
+  if (compute_type == "int4" && packs) {  // in panels of 16 rows, a last one padded (engine/int4_panels.h)
+    const double padded = std::ceil(rows / 16) * 16 * static_cast<double>(t.shape[1]);
+    return padded / 2 + 2.0 * padded / 32;
+  }
   if (compute_type == "int8" || compute_type == "int4") return elements + 4.0 * rows;
   return 2.0 * elements;  // f16, bf16
 }

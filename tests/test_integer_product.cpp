@@ -45,14 +45,10 @@ std::string name_of(const Case& c) {
 // One scale a row with widths around the vector sizes (32, 64) and a model's odd one
 // (344); groups the AVX-512 kernels take (multiples of 64) and ones they leave to AVX2
 // (32, 3); int8 groups of four runs and more, which AVX2's 4 x 2 tiles take (2600: more
-// than the 64 runs AVX2 sums in 16 bits before widening N); int4 rows
-// of whole blocks of 8 groups of 32 and with a rest of 2, 4 or 6 groups (AVX2's int4
-// kernels take 8 groups' scales at a time); int4 groups of one run, two, four, eight (as
-// many steps of 64 as AVX2's one-row kernel adds in 16 bits), ten (8 + 2 of them) and
-// sixteen (8 + 8); groups of 128 in an odd number (3: the last group alone, the scales'
-// tail), of 192 (a fold of 3 steps) in 10 groups (a block of 8 and a tail), of 384 (4 + 2
-// steps) in 3; groups of 3 and 9 runs (the per-group tiles add 8 runs in 16 bits, then
-// 1); more groups than eight (the float steps' lanes) and fewer.
+// than the 64 runs AVX2 sums in 16 bits before widening N); int4 in groups of one run to
+// sixteen (AVX2's int4 tiles add each run's pairs in 16 bits, then widen), odd numbers
+// of runs (3, 9) and of groups, one group a row and many; more groups than eight (int8's
+// float steps' lanes) and fewer.
 const Case kCases[] = {
     {WeightFormat::Int8, 0, 37},     {WeightFormat::Int8, 0, 64},     {WeightFormat::Int8, 0, 344},
     {WeightFormat::Int8, 0, 1000},   {WeightFormat::Int8, 32, 96},    {WeightFormat::Int8, 64, 768},
@@ -71,7 +67,8 @@ EncodedMatrix encoded(const Case& c, Index rows, unsigned seed) {
 }
 
 // The definition of engine/integer_product.h, written again from its text: nearbyint for
-// the rounding, 64-bit integer lane sums, the float steps one lane at a time.
+// the rounding, 64-bit integer sums, int8's float steps one lane at a time, int4's one a
+// group.
 std::vector<float> by_definition(const std::vector<float>& x, Index m, const WeightMatrix& w) {
   const Index cols = w.cols(), group = w.group(), groups = cols / group;
   std::vector<float> dequantized(static_cast<std::size_t>(w.rows() * cols));
@@ -94,19 +91,27 @@ std::vector<float> by_definition(const std::vector<float>& x, Index m, const Wei
     }
     for (Index r = 0; r < w.rows(); ++r) {
       float t[2][8] = {};
+      float int4_total = 0.0f;
       for (Index g = 0; g < groups; ++g) {
-        const float weight_scale = [&] {
-          const auto* bytes = static_cast<const std::byte*>(w.scales()) + static_cast<std::size_t>(r) * w.row_scale_bytes();
-          if (w.format() == WeightFormat::Int8) return reinterpret_cast<const float*>(bytes)[g];
-          return half_to_float(reinterpret_cast<const std::uint16_t*>(bytes)[g]);
-        }();
+        const float weight_scale = w.format() == WeightFormat::Int8 ? w.row_scales<float>(r)[g]
+                                                                    : half_to_float(w.int4_panels().scale(r, g));
         // The weight's integer is its dequantized value over its stored scale, exactly.
         long lanes[8] = {};
         for (Index k = g * group; k < (g + 1) * group; ++k)
           lanes[(k - g * group) % 32 / 4] +=
               q[k] * std::lround(dequantized[static_cast<std::size_t>(r * cols + k)] / weight_scale);
+        if (w.format() == WeightFormat::Int4) {
+          long sum = 0;
+          for (const long lane : lanes) sum += lane;
+          int4_total = std::fma(static_cast<float>(sum), s[g] * weight_scale, int4_total);
+          continue;
+        }
         for (int l = 0; l < 8; ++l)
           t[g % 2][l] = std::fma(static_cast<float>(lanes[l]), s[g] * weight_scale, t[g % 2][l]);
+      }
+      if (w.format() == WeightFormat::Int4) {
+        y[static_cast<std::size_t>(i * w.rows() + r)] = int4_total;
+        continue;
       }
       float u[8];
       for (int l = 0; l < 8; ++l) u[l] = t[0][l] + t[1][l];
@@ -156,10 +161,9 @@ TEST(IntegerProduct, EveryPathGivesTheDefinitionsNumbers) {
 }
 
 // Activations quantized for another path than the product's may lack buffers that only
-// some kernels read (the portable path arranges no pairs; AVX2 alone splits signs): the
-// product then takes kernels that do not need them, with the same numbers. AVX-512's
-// int4 tiles read the pair order, and without their check on it they read empty buffers
-// (this test crashed). 34 groups: blocks of 16 groups' scales, whole and a rest.
+// some kernels read (AVX2 alone splits signs): the product then takes kernels that do
+// not need them, with the same numbers. (AVX-512's int4 tiles once read a buffer only
+// the x86 paths arranged, and crashed here on the portable path's.)
 TEST(IntegerProduct, ActivationsQuantizedForAnotherPathGiveTheSameNumbers) {
   const Case cases[] = {{WeightFormat::Int4, 32, 256},
                         {WeightFormat::Int4, 32, 1088},
@@ -401,17 +405,15 @@ TEST(IntegerProduct, ActivationsQuantizeAsTheDefinitionSays) {
       EXPECT_EQ(a.scales(0)[0], 1.0f);
       for (Index k = 0; k < cols; ++k) EXPECT_EQ(a.q(0)[k], want[static_cast<std::size_t>(k % 8)]) << k;
       for (Index k = cols; k < (cols + 63) / 64 * 64; ++k) EXPECT_EQ(a.q(0)[k], 0) << "padding " << k;
-      // lanes of four: {2, -127, 4, 0} and {0, 127, 1, 100}, times 8, once a run of 32
-      const int runs = static_cast<int>((cols + 31) / 32);
-      EXPECT_EQ(a.nibble_offsets(0)[0], runs * 8 * (2 - 127 + 4));
-      EXPECT_EQ(a.nibble_offsets(0)[1], runs * 8 * (127 + 1 + 100));
+      // the group's sum: 2 - 127 + 4 + 0 + 0 + 127 + 1 + 100 = 107 for each eight
+      EXPECT_EQ(a.sums(0)[0], static_cast<int>(cols / 8) * 107);
       EXPECT_EQ(a.q_unsigned(0)[1], 1);
     }
   }
 }
 
 // Every buffer the kernels read is the same bit for bit on every path: q, q + 128, the
-// scales and the lane offsets, for groups of whole vectors, with a rest, shorter than a
+// scales and the group sums, for groups of whole vectors, with a rest, shorter than a
 // vector and starting mid-vector (two groups of 37), and rows of ties, zeros, tiny
 // values, a NaN among the vector part, an infinity and a NaN in the rest, and a largest
 // value in the rest.
@@ -443,56 +445,14 @@ TEST(IntegerProduct, EveryPathQuantizesAlike) {
         }
         for (Index g = 0; g < groups; ++g) {
           ASSERT_EQ(float_to_bits(got.scales(i)[g]), float_to_bits(want.scales(i)[g])) << "row " << i << ", group " << g;
-          for (Index l = 0; l < 8; ++l) {
-            ASSERT_EQ(got.nibble_offsets(i)[g * 8 + l], want.nibble_offsets(i)[g * 8 + l])
-                << "row " << i << ", group " << g << ", lane " << l;
-          }
+          ASSERT_EQ(got.sums(i)[g], want.sums(i)[g]) << "row " << i << ", group " << g;
         }
-        // The pair order, as integer_product.h states it, from the portable buffers.
-        ASSERT_EQ(got.pair_order(), path != KernelPath::Portable && group == 32 && cols % 64 == 0);
-        ASSERT_EQ(got.pairs(), got.pair_order() && group == 32);
-        if (!got.pair_order()) continue;
-        const Index runs_of_16[4] = {0, 32, 16, 48};  // where each 16 of pair order comes from
-        for (Index k = 0; k < cols; ++k) {
-          const Index in_64 = k % 64, from = k - in_64 + runs_of_16[in_64 / 16] + in_64 % 16;
-          ASSERT_EQ(got.pair_q(i)[k], want.q(i)[from]) << "row " << i << ", pair order " << k;
+        // The sums are of q, from the portable q.
+        for (Index g = 0; g < groups; ++g) {
+          int sum = 0;
+          for (Index k = g * group; k < (g + 1) * group; ++k) sum += want.q(i)[k];
+          ASSERT_EQ(want.sums(i)[g], sum) << "row " << i << ", group " << g;
         }
-        if (!got.pairs()) continue;
-        // lane l of a pair: [g 0-3, g + 1 0-3, g 4-7, g + 1 4-7]
-        const Index pair_group[16] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
-        const Index pair_lane[16] = {0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7};
-        for (Index g = 0; g < groups; g += 2) {
-          for (Index l = 0; l < 16; ++l) {
-            const Index group_of_lane = g + pair_group[l], lane = pair_lane[l];
-            ASSERT_EQ(got.pair_minus_offsets(i)[g * 8 + l], -want.nibble_offsets(i)[group_of_lane * 8 + lane])
-                << "row " << i << ", pair " << g / 2 << ", lane " << l;
-            ASSERT_EQ(float_to_bits(got.pair_scales(i)[g * 8 + l]), float_to_bits(want.scales(i)[group_of_lane]));
-          }
-        }
-      }
-    }
-  }
-}
-
-// One row (a decode step) in groups of a multiple of 64 is arranged in the pair order too,
-// for row_int4_groups; more rows in such groups are not (no kernel reads them).
-TEST(IntegerProduct, OneRowInGroupsOfAMultipleOf64IsArrangedInThePairOrder) {
-  for (const auto& [cols, group] : {std::pair<Index, Index>{768, 64}, {1088, 64}, {1024, 128}, {768, 768}}) {
-    SCOPED_TRACE(std::to_string(cols) + " columns in groups of " + std::to_string(group));
-    const std::vector<float> x = random_values(2 * cols, 23, 3.0f);
-    for (const KernelPath path : paths()) {
-      SCOPED_TRACE(kernels::kernel_path_name(path));
-      QuantizedActivations one, two;
-      one.quantize_on(path, ConstMatrixRef(x.data(), 1, cols), group);
-      two.quantize_on(path, ConstMatrixRef(x.data(), 2, cols), group);
-      ASSERT_FALSE(two.pair_order());
-      ASSERT_FALSE(one.pairs());
-      ASSERT_EQ(one.pair_order(), path != KernelPath::Portable);
-      if (!one.pair_order()) continue;
-      const Index runs_of_16[4] = {0, 32, 16, 48};  // where each 16 of pair order comes from
-      for (Index k = 0; k < cols; ++k) {
-        const Index in_64 = k % 64, from = k - in_64 + runs_of_16[in_64 / 16] + in_64 % 16;
-        ASSERT_EQ(one.pair_q(0)[k], one.q(0)[from]) << "pair order " << k;
       }
     }
   }
@@ -500,7 +460,7 @@ TEST(IntegerProduct, OneRowInGroupsOfAMultipleOf64IsArrangedInThePairOrder) {
 
 // Rows quantized in ranges, in any order and on several threads at once (as the pool
 // runs them for large products), give the buffers of one pass over every row, on
-// AVX2's batch shapes (the sign split, groups of 128) and int4's pair order alike.
+// AVX2's batch shapes (the sign split, groups of 128) and int4's groups of 32 alike.
 TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
   const Index shapes[][3] = {{40, 512, 128}, {1, 768, 32}, {9, 344, 344}, {9, 256, 32}};
   for (const auto& shape : shapes) {
@@ -525,8 +485,6 @@ TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
       if (path == KernelPath::Avx2 && rows >= 4 && group >= 128) {
         ASSERT_TRUE(want.sign_split());
       }
-      ASSERT_EQ(got.pairs(), want.pairs());
-      ASSERT_EQ(got.pair_order(), want.pair_order());
       const Index stride = (cols + 63) / 64 * 64, groups = cols / group;
       for (Index i = 0; i < rows; ++i) {
         for (Index k = 0; k < stride; ++k) {
@@ -536,20 +494,13 @@ TEST(IntegerProduct, RowsQuantizeAlikeHoweverTheyAreSplit) {
             ASSERT_EQ(got.magnitudes(i)[k], want.magnitudes(i)[k]) << "row " << i << ", |q| " << k;
             ASSERT_EQ(got.signs(i)[k], want.signs(i)[k]) << "row " << i << ", sign " << k;
           }
-          if (want.pair_order()) {
-            ASSERT_EQ(got.pair_q(i)[k], want.pair_q(i)[k]) << "row " << i << ", pair order " << k;
-          }
         }
         for (Index g = 0; g < groups; ++g) {
           ASSERT_EQ(float_to_bits(got.scales(i)[g]), float_to_bits(want.scales(i)[g])) << "row " << i << ", group " << g;
+          ASSERT_EQ(got.sums(i)[g], want.sums(i)[g]);
           for (Index l = 0; l < 8; ++l) {
-            ASSERT_EQ(got.nibble_offsets(i)[g * 8 + l], want.nibble_offsets(i)[g * 8 + l]);
             if (want.sign_split()) {
               ASSERT_EQ(got.negative_sums(i)[g * 8 + l], want.negative_sums(i)[g * 8 + l]);
-            }
-            if (want.pairs()) {
-              ASSERT_EQ(got.pair_minus_offsets(i)[g * 8 + l], want.pair_minus_offsets(i)[g * 8 + l]);
-              ASSERT_EQ(float_to_bits(got.pair_scales(i)[g * 8 + l]), float_to_bits(want.pair_scales(i)[g * 8 + l]));
             }
           }
         }

@@ -29,8 +29,12 @@
 // must be identical (the oracle keeps decisions with margins >= 1e-2 and >= 1e-3).
 //
 // Sampling has no oracle (the generator is ordo's): each quantized model samples with a
-// seed, and a request alone draws exactly what it draws in a batch (every product is the
-// same integer sums and float steps at any batch size).
+// seed, and a request alone draws exactly what it draws in a batch. Its log-probabilities
+// agree within README's bound for quantized models in batches (1e-3), not bit for bit:
+// the integer products are the same at any batch size, but their inputs come from float
+// steps that OpenBLAS rounds by the batch's shape (a prompt alone, or padded to the
+// batch's longest; on a Zen 5 with OpenBLAS 0.3.21's kernels they differed in the last
+// bits of some log-probabilities).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -259,7 +263,9 @@ TEST(QuantizedParity, SamplingWithASeedDrawsTheSameAloneAndInABatch) {
       const Hypothesis& a = alone.hypotheses.front();
       const Hypothesis& b = batched[i].hypotheses.front();
       EXPECT_EQ(a.ids, b.ids);
-      EXPECT_EQ(a.token_logprobs, b.token_logprobs);  // bit for bit
+      ASSERT_EQ(a.token_logprobs.size(), b.token_logprobs.size());
+      for (std::size_t t = 0; t < a.token_logprobs.size(); ++t)
+        EXPECT_NEAR(a.token_logprobs[t], b.token_logprobs[t], 1e-3) << "token " << t;
       tokens += a.ids.size();
     }
   }

@@ -60,7 +60,7 @@ std::string converted_config(const fs::path& input, const Quantization& target) 
 // A matrix of the input as its file stores it (F32 read through the float path).
 WeightMatrix stored_matrix(const TensorSpec& spec, const SafetensorsFile& file, const TensorInfo& info,
                            const std::vector<SafetensorsFile>& files, const ModelConfig& config,
-                           std::vector<float>& converted, std::vector<std::vector<std::byte>>& copies) {
+                           std::vector<float>& converted, MatrixCopies& copies) {
   if (info.dtype == DType::F32) return file.as_float32(info, converted);
   StoredTensor scales;
   for (const SafetensorsFile& f : files)
@@ -131,7 +131,7 @@ QuantizeReport quantize_model(const fs::path& input, const fs::path& output, con
                           values = &info] {
                            stop_if_asked();
                            std::vector<float> converted;
-                           std::vector<std::vector<std::byte>> copies;
+                           MatrixCopies copies;
                            *encoded = encode_matrix(stored_matrix(*matrix, *stored, *values, files, config, converted, copies),
                                                     target, where);
                            return std::move(encoded->values);
