@@ -231,7 +231,7 @@ TEST(IntegerProduct, ProductsOfManyRowsGiveTheDefinitionsNumbers) {
 TEST(IntegerProduct, ARowsNumbersDoNotDependOnItsBatchOrSplit) {
   const Case c{WeightFormat::Int8, 0, 344};
   const Case d{WeightFormat::Int4, 32, 768};
-  const Case wide{WeightFormat::Int4, 64, 768};  // one row: row_int4_groups
+  const Case wide{WeightFormat::Int4, 64, 768};  // two runs a group: AVX2 widens 16-bit sums twice
   for (const Case& e : {c, d, wide}) {
     SCOPED_TRACE(name_of(e));
     const EncodedMatrix w = encoded(e, 100, 5);
@@ -285,13 +285,12 @@ TEST(IntegerProduct, IntegerSumsAtTheirLimitsAreExact) {
 }
 
 // int4's largest products, nibbles of 15 (weights of +7) against q of +-127, summed over
-// whole groups: AVX2's one-row kernel adds a group's vpmaddubsw pairs in 16 bits for up
-// to 4 steps of 64 weights (then widens), and 2 x 4 x 2 x 15 x 127 = 30480 still fits;
-// a fifth step would not (groups of 320 go 4 + 1); its per-group tiles add 8 runs of 32
-// the same way (groups of 320 go 8 + 2). Rows of nibbles 15, 1 and a mixture
+// whole groups: AVX2's kernels add the vpmaddubsw pairs of 32 weights (8 steps of 4) in
+// 16 bits, 8 x 2 x 15 x 127 = 30480, which still fits, then widen; VNNI's lanes start at
+// minus 8 x the group's sum of q and wrap on the way. Rows of nibbles 15, 1 and a mixture
 // against rows of +1, -1 and a mixture, one row at a time (the decode step) and four.
 TEST(IntegerProduct, Int4SumsOfWholeGroupsAtTheirLimitsAreExact) {
-  for (const Index group : {Index{64}, Index{128}, Index{256}, Index{320}, Index{512}}) {
+  for (const Index group : {Index{32}, Index{64}, Index{128}, Index{256}, Index{320}, Index{512}}) {
     const Case c{WeightFormat::Int4, group, 2 * group};
     SCOPED_TRACE(name_of(c));
     constexpr Index rows = 3;
