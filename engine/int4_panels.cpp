@@ -64,6 +64,10 @@ void weave_run(const std::uint8_t* run, std::uint32_t (&blocks)[4]) {
 void Int4Panels::Unmap::operator()(std::byte* address) const { munmap(address, size); }
 
 Int4Panels::Int4Panels(const std::uint8_t* runs, const std::uint16_t* scales, Index rows, Index cols, Index group)
+    : Int4Panels(runs, scales, rows, cols, group, [](Index, Index) {}) {}
+
+Int4Panels::Int4Panels(const std::uint8_t* runs, const std::uint16_t* scales, Index rows, Index cols, Index group,
+                       FunctionRef<void(Index first, Index end)> rows_done)
     : rows_(rows), cols_(cols), group_(group) {
   assert(cols % kInt4Run == 0 && group % kInt4Run == 0 && cols % group == 0);
   Int4PanelLayout layout{nullptr, rows, cols, group};
@@ -75,8 +79,12 @@ Int4Panels::Int4Panels(const std::uint8_t* runs, const std::uint16_t* scales, In
   const Index groups = layout.groups();
   // A panel at a time on every thread, a row's runs woven into its four bytes of each
   // block. Padding rows are zero weights (n = 8) with scale 0.
+  // Stretches of 64 panels: 1024 rows, 1 MB of a 2048-wide matrix.
+  constexpr Index kPanelsDone = 64;
   threads::parallel_for(layout.panels(), kInt4PanelRows * cols, [&](Index first, Index count, int) {
     for (Index p = first; p < first + count; ++p) {
+      if (p > first && (p - first) % kPanelsDone == 0)
+        rows_done((p - kPanelsDone) * kInt4PanelRows, p * kInt4PanelRows);
       std::uint8_t* out = blocks + static_cast<std::size_t>(p) * layout.panel_block_bytes();
       auto* panel_scales = const_cast<std::uint16_t*>(layout.scales(p, 0));
       for (Index o = 0; o < kInt4PanelRows; ++o) {
@@ -95,6 +103,8 @@ Int4Panels::Int4Panels(const std::uint8_t* runs, const std::uint16_t* scales, In
         for (Index g = 0; g < groups; ++g) panel_scales[g * 16 + o] = scales[r * groups + g];
       }
     }
+    const Index last_stretch = first + (count - 1) / kPanelsDone * kPanelsDone;
+    rows_done(last_stretch * kInt4PanelRows, std::min(rows, (first + count) * kInt4PanelRows));
   });
 }
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "engine/function_ref.h"
 #include "engine/tensor.h"
 
 namespace ordo {
@@ -38,8 +39,13 @@ class Int4Panels {
   Int4Panels() = default;
   // From the stored layout: `runs` [rows, cols / 2] (runs of 32: byte j holds weight j
   // in its low nibble, j + 16 in its high one) and `scales` [rows, cols / group] F16.
-  // cols and group are multiples of 32, group divides cols. Rows arrange on every thread.
+  // cols and group are multiples of 32, group divides cols. Rows arrange on every thread;
+  // each thread calls rows_done(first, end) (when given) as it finishes a stretch of
+  // rows, whose stored bytes it will not read again: the loader lets the file's pages go
+  // as it goes, so that the peak holds the panels and little of the file.
   Int4Panels(const std::uint8_t* runs, const std::uint16_t* scales, Index rows, Index cols, Index group);
+  Int4Panels(const std::uint8_t* runs, const std::uint16_t* scales, Index rows, Index cols, Index group,
+             FunctionRef<void(Index first, Index end)> rows_done);
 
   // The matrix, viewing these bytes (valid while this object lives and is not moved
   // from; moving keeps the bytes where they are).

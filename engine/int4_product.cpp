@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/error.h"
 #include "engine/half.h"
 #include "engine/int4_panels.h"
 #include "engine/integer_product_avx512.h"
@@ -307,6 +308,10 @@ ORDO_VNNI void product_vnni(const QuantizedActivations& a, const Int4PanelLayout
 
 void int4_product(KernelPath path, const QuantizedActivations& a, const WeightMatrix& w, Index first, Index count,
                   float* y, Index y_stride) {
+  if (!w.int4_in_panels())
+    throw Error("kernels::int4_product",
+                "an int4 matrix in the file's layout, which is for row lookups only: products read panels",
+                "a bug in ordo's weight binding (models/stored_matrix.cpp); please report it");
   const Int4PanelLayout layout = w.int4_panels();
   const PanelRange panels(first, count);
   const Output out{y, y_stride, first, count};

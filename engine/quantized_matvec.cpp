@@ -57,8 +57,18 @@ void dequantize_row_portable(const WeightMatrix& w, Index r, float* out) {
       for (Index k = 0; k < cols; ++k) out[k] = static_cast<float>(row[k]) * scales[k / w.group()];
       return;
     }
-    case WeightFormat::Int4: {  // from its panel (engine/int4_panels.h)
-      const Int4PanelLayout panels = w.int4_panels();
+    case WeightFormat::Int4: {
+      if (!w.int4_in_panels()) {  // the file's layout: runs of 32, weight j low and j + 16 high
+        const std::uint8_t* row = w.row<std::uint8_t>(r);
+        const std::uint16_t* scales = w.row_scales<std::uint16_t>(r);
+        for (Index k = 0; k < cols; ++k) {
+          const std::uint8_t byte = row[k / kInt4Run * 16 + k % 16];
+          const int n = k % kInt4Run < 16 ? byte & 0x0f : byte >> 4;
+          out[k] = static_cast<float>(n - 8) * half_to_float(scales[k / w.group()]);
+        }
+        return;
+      }
+      const Int4PanelLayout panels = w.int4_panels();  // engine/int4_panels.h
       for (Index g = 0; g < panels.groups(); ++g) {
         const float scale = half_to_float(panels.scale(r, g));
         for (Index k = g * panels.group; k < (g + 1) * panels.group; ++k)

@@ -57,13 +57,26 @@ WeightMatrix WeightMatrix::int4(const Int4PanelLayout& panels) {
   return w;
 }
 
+WeightMatrix WeightMatrix::int4_rows(const std::uint8_t* runs, const std::uint16_t* scales, Index rows, Index cols,
+                                     Index group) {
+  assert(cols % kInt4Run == 0 && group % kInt4Run == 0 && cols % group == 0 && scales != nullptr);
+  WeightMatrix w;
+  w.format_ = WeightFormat::Int4;
+  w.data_ = runs;
+  w.scales_ = scales;
+  w.rows_ = rows;
+  w.cols_ = cols;
+  w.group_ = group;
+  return w;
+}
+
 Int4PanelLayout WeightMatrix::int4_panels() const {
-  assert(format_ == WeightFormat::Int4);
+  assert(int4_in_panels());
   return {static_cast<const std::byte*>(data_), rows_, cols_, group_};
 }
 
 std::size_t WeightMatrix::bytes() const {
-  if (format_ == WeightFormat::Int4) return int4_panels().bytes();
+  if (int4_in_panels()) return int4_panels().bytes();
   return static_cast<std::size_t>(rows_) * (row_bytes() + row_scale_bytes());
 }
 
@@ -94,7 +107,7 @@ std::size_t WeightMatrix::row_scale_bytes() const {
 }
 
 WeightMatrix WeightMatrix::row_block(Index first, Index count) const {
-  assert(first >= 0 && count >= 0 && first + count <= rows_ && format_ != WeightFormat::Int4);
+  assert(first >= 0 && count >= 0 && first + count <= rows_ && !int4_in_panels());
   WeightMatrix block = *this;
   block.data_ = static_cast<const std::byte*>(data_) + static_cast<std::size_t>(first) * row_bytes();
   if (scales_ != nullptr)

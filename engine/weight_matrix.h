@@ -45,6 +45,11 @@ class WeightMatrix {
   static WeightMatrix int8(const std::int8_t* q, const float* scales, Index rows, Index cols, Index group);
   // Int4 weights arranged into panels (Int4Panels::view makes these).
   static WeightMatrix int4(const Int4PanelLayout& panels);
+  // Int4 weights in the file's layout (runs of 32 a row, F16 scales [rows, cols / group]),
+  // for a matrix only read a row at a time (dequantize): products need panels, and
+  // refuse these.
+  static WeightMatrix int4_rows(const std::uint8_t* runs, const std::uint16_t* scales, Index rows, Index cols,
+                                Index group);
 
   WeightFormat format() const { return format_; }
   bool is_float32() const { return format_ == WeightFormat::F32; }
@@ -70,8 +75,9 @@ class WeightMatrix {
   std::size_t bytes() const;
 
   // Row r's stored values and its scales, as T: the format's element type (float,
-  // std::uint16_t, std::int8_t; float for int8's scales). Not for int4, whose rows
-  // are woven into panels: int4_panels() says where its weights are.
+  // std::uint16_t, std::int8_t; float for int8's scales, std::uint8_t and std::uint16_t
+  // for int4 in the file's layout). Not for int4 in panels, whose rows are woven
+  // together: int4_panels() says where its weights are.
   template <class T>
   const T* row(Index r) const {
     return reinterpret_cast<const T*>(static_cast<const std::byte*>(data_) + static_cast<std::size_t>(r) * row_bytes());
@@ -82,10 +88,11 @@ class WeightMatrix {
                                       static_cast<std::size_t>(r) * row_scale_bytes());
   }
 
-  // Int4's panels (int4 only, asserted).
+  // Int4's panels (int4 in panels only, asserted), and whether an int4 matrix is in them.
   Int4PanelLayout int4_panels() const;
+  bool int4_in_panels() const { return format_ == WeightFormat::Int4 && scales_ == nullptr; }
 
-  // Rows [first, first + count), in the same format. Not for int4.
+  // Rows [first, first + count), in the same format. Not for int4 in panels.
   WeightMatrix row_block(Index first, Index count) const;
 
   // Rows [first, first + count) as float32 into out (row i at out + i * out_stride).

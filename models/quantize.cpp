@@ -135,7 +135,10 @@ WeightMatrix EncodedMatrix::view() const {
   return {};
 }
 
-WeightMatrix EncodedMatrix::view_to_run() {
+WeightMatrix EncodedMatrix::view_to_run(bool lookup_only) {
+  if (format == WeightFormat::Int4 && lookup_only)
+    return WeightMatrix::int4_rows(reinterpret_cast<const std::uint8_t*>(values.data()),
+                                   reinterpret_cast<const std::uint16_t*>(scales.data()), rows, cols, group);
   const WeightMatrix matrix = view();
   if (panels) {
     values = {};

@@ -34,8 +34,9 @@ struct EncodedMatrix {
 
   WeightMatrix view() const;
   // view(), for a matrix that only runs (never written): int4 then frees its stored
-  // layout, keeping the panels alone.
-  WeightMatrix view_to_run();
+  // layout, keeping the panels alone; for one only looked up a row at a time
+  // (TensorSpec::lookup_only), int4 stays in the stored layout and makes no panels.
+  WeightMatrix view_to_run(bool lookup_only);
   // How a safetensors file holds them: the values tensor's dtype and shape, and the
   // scales tensor's (the weight's name + "_scale").
   DType values_dtype() const;

@@ -67,8 +67,9 @@ class SafetensorsFile {
   // Lets the process's memory drop the pages wholly inside the tensor's bytes, for a
   // tensor read once into another layout (an int4 matrix arranged into panels): they
   // stay in the page cache, and a later read maps them back. Only for a file open()
-  // mapped; otherwise nothing.
+  // mapped; otherwise nothing. The span form: part of one of this file's tensors.
   void release(const TensorInfo& info) const;
+  void release(std::span<const std::byte> bytes) const;
 
  private:
   struct Mapping;

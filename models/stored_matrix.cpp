@@ -174,10 +174,16 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       check_shape(values, Shape{rows, cols / 2}, meaning);
       const Index group = checked_group(values, quantization, cols);
       const std::uint16_t* s = checked_scales<std::uint16_t>(values, scales, DType::F16, spec, group, false, copies);
+      const auto* runs = reinterpret_cast<const std::uint8_t*>(values.info->bytes.data());
+      // Read a row at a time from the file, as int8 is: a step touches the rows it looks up.
+      if (spec.lookup_only) return WeightMatrix::int4_rows(runs, s, rows, cols, group);
       const Int4Panels& panels =
-          copies.int4.emplace_back(reinterpret_cast<const std::uint8_t*>(values.info->bytes.data()), s, rows, cols, group);
-      // Read once, into the panels: the process need not keep the file's pages.
-      values.file->release(*values.info);
+          copies.int4.emplace_back(runs, s, rows, cols, group, [&](Index first, Index end) {
+            // Read once, into the panels: the process need not keep the file's pages.
+            const auto row_bytes = static_cast<std::size_t>(cols / 2);
+            values.file->release(values.info->bytes.subspan(static_cast<std::size_t>(first) * row_bytes,
+                                                            static_cast<std::size_t>(end - first) * row_bytes));
+          });
       scales.file->release(*scales.info);
       return panels.view();
     }

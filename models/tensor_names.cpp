@@ -373,6 +373,7 @@ TensorSpec expand(const Rule& rule, Stack stack, Index layer, const ModelConfig&
   spec.shape_meaning = std::move(shape_meaning) + "]";
   spec.required = (rule.needs & kOptional) == 0;
   spec.matrix = is_matrix(rule.role, rule.part);
+  spec.lookup_only = rule.role == TokenEmbedding && !config.tie_word_embeddings;
   return spec;
 }
 

@@ -60,6 +60,9 @@ struct TensorSpec {
   // A weight matrix that may be stored in half precision or quantized (a linear layer's
   // weight, the token embedding, the output head); every other tensor is float.
   bool matrix = false;
+  // A matrix only ever read a row at a time (a token embedding that is not also the
+  // output head): int4 keeps it in the file's layout instead of arranging it for products.
+  bool lookup_only = false;
 };
 
 // True for the roles whose weight is a matrix the kernels read in its stored format (a

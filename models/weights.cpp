@@ -92,7 +92,7 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
       if (scale_info != nullptr) expected.insert(scale_info->name);
       WeightMatrix matrix = bind_stored_matrix(spec, {file, info}, {scale_file, scale_info}, config.quantization, store.copies_);
       store.parameter_count_ += matrix.rows() * matrix.cols();
-      store.matrices_[spec.name] = store.run_as(std::move(matrix), config, spec.name);
+      store.matrices_[spec.name] = store.run_as(std::move(matrix), config, spec);
       continue;
     }
     if (info->shape != spec.shape)
@@ -113,7 +113,7 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
                   "the checkpoint is broken (a diverged training run, or a bad conversion)");
     store.parameter_count_ += view.size();
     if (spec.matrix)
-      store.matrices_[spec.name] = store.run_as(WeightMatrix(std::move(view)), config, spec.name);
+      store.matrices_[spec.name] = store.run_as(WeightMatrix(std::move(view)), config, spec);
     else
       store.bound_[spec.name] = std::move(view);
   }
@@ -124,15 +124,15 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
   return store;
 }
 
-WeightMatrix WeightStore::run_as(WeightMatrix matrix, const ModelConfig& config, const std::string& name) {
+WeightMatrix WeightStore::run_as(WeightMatrix matrix, const ModelConfig& config, const TensorSpec& spec) {
   if (!config.compute_type || matrix.empty()) return matrix;
   const Quantization& target = *config.compute_type;
   // What encode_matrix would make of it (int4's int8 fallback included): kept as stored when it is that.
   const Quantization stored = target.stored_as(matrix.cols());
   const Index group = stored.enabled() ? stored.group_for(matrix.cols()) : 0;
   if (matrix.format() == stored.type && (!stored.enabled() || matrix.group() == group)) return matrix;
-  encoded_.push_back(encode_matrix(matrix, target, source_ + ": tensor '" + name + "'"));
-  return encoded_.back().view_to_run();
+  encoded_.push_back(encode_matrix(matrix, target, source_ + ": tensor '" + spec.name + "'"));
+  return encoded_.back().view_to_run(spec.lookup_only);
 }
 
 WeightMatrix WeightStore::matrix(const std::string& name) const {

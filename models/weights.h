@@ -57,7 +57,7 @@ class WeightStore {
  private:
   WeightStore() = default;
   // `matrix` as the config's compute_type asks (converted into encoded_), or as stored.
-  WeightMatrix run_as(WeightMatrix matrix, const ModelConfig& config, const std::string& name);
+  WeightMatrix run_as(WeightMatrix matrix, const ModelConfig& config, const TensorSpec& spec);
 
   std::vector<SafetensorsFile> files_;
   std::string source_;

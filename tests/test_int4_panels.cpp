@@ -12,6 +12,10 @@
 #include "engine/half.h"
 #include "engine/int4_panels.h"
 #include "engine/weight_matrix.h"
+#include "models/config.h"
+#include "models/weights.h"
+#include "ordo/ordo.hpp"
+#include "tests/model_factory.h"
 
 namespace ordo {
 namespace {
@@ -91,6 +95,48 @@ TEST(Int4Panels, AViewOutlivesAMoveOfItsPanels) {
   before.dequantize(3, 1, row, 32);
   EXPECT_EQ(row[0], (0xa - 8) * 0.5f);
   EXPECT_EQ(row[16], (0x9 - 8) * 0.5f);
+}
+
+// A token embedding that is not also the output head is only read a row at a time: int4
+// keeps it in the file's layout (a step reads the file's pages of the rows it looks up,
+// where panels would hold the whole table in memory), and arranges every matrix that
+// multiplies. The shipped t5 has its own head; german-llama's head is its embedding. The
+// same holds for a directory ordo quantize wrote and for --compute-type int4 at load, and
+// the rows read alike.
+TEST(Int4Panels, OnlyMatricesThatMultiplyAreArranged) {
+  const std::filesystem::path weights = std::filesystem::path(ORDO_SOURCE_DIR) / "weights";
+  struct Case {
+    const char* model;
+    const char* embedding;
+    const char* multiplies;
+    bool tied;
+  };
+  for (const Case& c : {Case{"t5", "shared.weight", "lm_head.weight", false},
+                        Case{"german-llama", "model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", true}}) {
+    SCOPED_TRACE(c.model);
+    const std::filesystem::path dir = testing_support::temp_dir("int4-lookup") / c.model;
+    QuantizeOptions options;
+    options.type = ComputeType::Int4;
+    quantize_model(weights / c.model, dir, options);
+    const WeightStore stored = WeightStore::load(dir, ModelConfig::load(dir / "config.json"));
+    ModelConfig converting = ModelConfig::load(weights / c.model / "config.json");
+    converting.compute_type = Quantization{WeightFormat::Int4, 32};
+    const WeightStore converted = WeightStore::load(weights / c.model, converting);
+    for (const WeightStore* store : {&stored, &converted}) {
+      const WeightMatrix embedding = store->matrix(c.embedding), product = store->matrix(c.multiplies);
+      ASSERT_EQ(embedding.format(), WeightFormat::Int4);
+      EXPECT_EQ(embedding.int4_in_panels(), c.tied);
+      EXPECT_TRUE(product.int4_in_panels());
+    }
+    const WeightMatrix a = stored.matrix(c.embedding), b = converted.matrix(c.embedding);
+    std::vector<float> row_a(static_cast<std::size_t>(a.cols())), row_b(row_a.size());
+    for (const Index r : {Index{0}, Index{1}, a.rows() - 1}) {
+      a.dequantize(r, 1, row_a.data(), a.cols());
+      b.dequantize(r, 1, row_b.data(), b.cols());
+      EXPECT_EQ(row_a, row_b) << "row " << r;
+    }
+    std::filesystem::remove_all(dir.parent_path());
+  }
 }
 
 }  // namespace
