@@ -140,9 +140,9 @@ WeightMatrix EncodedMatrix::view_to_run(bool lookup_only) {
     return WeightMatrix::int4_rows(reinterpret_cast<const std::uint8_t*>(values.data()),
                                    reinterpret_cast<const std::uint16_t*>(scales.data()), rows, cols, group);
   const WeightMatrix matrix = view();
-  if (panels) {
-    values = {};
-    scales = {};
+  if (panels) {  // swapped out: `values = {}` would keep the buffers
+    std::vector<std::byte>().swap(values);
+    std::vector<std::byte>().swap(scales);
   }
   return matrix;
 }
