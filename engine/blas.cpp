@@ -232,6 +232,9 @@ void gemm_nt(ConstMatrixRef a, ConstMatrixRef b, MatrixRef c, const Epilogue& ep
 void gemm_nt(ConstMatrixRef a, const WeightMatrix& b, MatrixRef c, const Epilogue& epilogue) {
   const Epilogue* after = epilogue.empty() ? nullptr : &epilogue;
   assert(a.cols() == b.cols() && c.rows() == a.rows() && c.cols() == b.rows());
+  if (b.is_read_by_row())
+    throw Error("blas::gemm_nt", "a weight matrix read a row at a time, which is for row lookups only",
+                "a bug in ordo's weight binding (models/stored_matrix.cpp); please report it");
   if (c.empty()) return;
   if (kernels::integer_product_takes(b)) return integer_gemm(a, b, c, after);
   const bool small = a.rows() <= kSmallRows && b.rows() * b.cols() >= kParallelWeights;

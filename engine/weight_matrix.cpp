@@ -1,6 +1,7 @@
 #include "engine/weight_matrix.h"
 
 #include <cassert>
+#include <vector>
 
 #include "engine/quantized_matvec.h"
 
@@ -70,6 +71,20 @@ WeightMatrix WeightMatrix::int4_rows(const std::uint8_t* runs, const std::uint16
   return w;
 }
 
+WeightMatrix WeightMatrix::read_by_row(WeightFormat format, const RowReader& values, const RowReader* scales,
+                                       Index rows, Index cols, Index group) {
+  const bool quantized = format == WeightFormat::Int8 || format == WeightFormat::Int4;
+  assert(quantized == (scales != nullptr) && (!quantized || (group > 0 && cols % group == 0)));
+  WeightMatrix w;
+  w.format_ = format;
+  w.values_reader_ = &values;
+  w.scales_reader_ = scales;
+  w.rows_ = rows;
+  w.cols_ = cols;
+  w.group_ = quantized ? group : 0;
+  return w;
+}
+
 Int4PanelLayout WeightMatrix::int4_panels() const {
   assert(int4_in_panels());
   return {static_cast<const std::byte*>(data_), rows_, cols_, group_};
@@ -107,7 +122,7 @@ std::size_t WeightMatrix::row_scale_bytes() const {
 }
 
 WeightMatrix WeightMatrix::row_block(Index first, Index count) const {
-  assert(first >= 0 && count >= 0 && first + count <= rows_ && !int4_in_panels());
+  assert(first >= 0 && count >= 0 && first + count <= rows_ && !int4_in_panels() && !is_read_by_row());
   WeightMatrix block = *this;
   block.data_ = static_cast<const std::byte*>(data_) + static_cast<std::size_t>(first) * row_bytes();
   if (scales_ != nullptr)
@@ -118,7 +133,19 @@ WeightMatrix WeightMatrix::row_block(Index first, Index count) const {
 }
 
 void WeightMatrix::dequantize(Index first, Index count, float* out, Index out_stride) const {
-  kernels::dequantize(*this, first, count, out, out_stride);
+  if (!is_read_by_row()) return kernels::dequantize(*this, first, count, out, out_stride);
+  // Each row read into memory, then dequantized as a one-row matrix of the same layout.
+  std::vector<std::byte> values(row_bytes()), scales(row_scale_bytes());  // operator new: aligned for float
+  WeightMatrix row = *this;
+  row.values_reader_ = row.scales_reader_ = nullptr;
+  row.data_ = values.data();
+  row.scales_ = scales_reader_ != nullptr ? scales.data() : nullptr;
+  row.rows_ = 1;
+  for (Index i = 0; i < count; ++i) {
+    values_reader_->read_row(first + i, values);
+    if (scales_reader_ != nullptr) scales_reader_->read_row(first + i, scales);
+    kernels::dequantize(row, 0, 1, out + i * out_stride, out_stride);
+  }
 }
 
 }  // namespace ordo

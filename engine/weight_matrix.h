@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "engine/int4_panels.h"
@@ -34,6 +35,19 @@ std::string_view weight_format_name(WeightFormat format);
 
 // Int4 weights are packed in runs of this many (16 bytes).
 inline constexpr Index kInt4Run = 32;
+
+// One stored tensor's rows, read on request from outside the process's memory (a file,
+// read a row at a time: models/safetensors.h makes these). For a matrix that is only
+// looked up, a token embedding: a step needs a few of its rows, and mapping its file
+// would let the kernel map far more (Linux 6.18 maps a page cache folio whole, up to
+// 2 MB, on one touch).
+class RowReader {
+ public:
+  virtual ~RowReader() = default;
+  // Row `row`'s bytes into `out`, which holds one row. Throws Error when they cannot
+  // be read (the file shrank, an I/O error).
+  virtual void read_row(Index row, std::span<std::byte> out) const = 0;
+};
 
 class WeightMatrix {
  public:
@@ -50,10 +64,15 @@ class WeightMatrix {
   // refuse these.
   static WeightMatrix int4_rows(const std::uint8_t* runs, const std::uint16_t* scales, Index rows, Index cols,
                                 Index group);
+  // A matrix only looked up, stored as `format` lays a row out (int4: the file's runs of
+  // 32), whose rows dequantize() reads from `values` and, for int8 and int4, `scales`:
+  // its bytes are never in memory. The readers must outlive it. Products refuse it.
+  static WeightMatrix read_by_row(WeightFormat format, const RowReader& values, const RowReader* scales, Index rows,
+                                  Index cols, Index group);
 
   WeightFormat format() const { return format_; }
   bool is_float32() const { return format_ == WeightFormat::F32; }
-  bool empty() const { return data_ == nullptr; }
+  bool empty() const { return data_ == nullptr && values_reader_ == nullptr; }
   Index rows() const { return rows_; }
   Index cols() const { return cols_; }
   // Weights per scale along a row (quantized formats); cols for one scale a row.
@@ -90,9 +109,12 @@ class WeightMatrix {
 
   // Int4's panels (int4 in panels only, asserted), and whether an int4 matrix is in them.
   Int4PanelLayout int4_panels() const;
-  bool int4_in_panels() const { return format_ == WeightFormat::Int4 && scales_ == nullptr; }
+  bool int4_in_panels() const { return format_ == WeightFormat::Int4 && data_ != nullptr && scales_ == nullptr; }
+  // Whether rows are read on request (read_by_row): data() and row() are then null.
+  bool is_read_by_row() const { return values_reader_ != nullptr; }
 
-  // Rows [first, first + count), in the same format. Not for int4 in panels.
+  // Rows [first, first + count), in the same format. Not for int4 in panels, nor a
+  // matrix read by row.
   WeightMatrix row_block(Index first, Index count) const;
 
   // Rows [first, first + count) as float32 into out (row i at out + i * out_stride).
@@ -106,6 +128,8 @@ class WeightMatrix {
   Index cols_ = 0;
   Index group_ = 0;
   TensorView float32_;
+  const RowReader* values_reader_ = nullptr;  // read_by_row()
+  const RowReader* scales_reader_ = nullptr;
 };
 
 }  // namespace ordo

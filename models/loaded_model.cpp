@@ -102,22 +102,9 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
   model->directory_ = directory;
   model->config_ = ModelConfig::load(directory / "config.json");
   if (adjust) adjust(model->config_);
-  model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
-  for (const std::string& name : model->weights_->unused())
-    if (warn) warn(model->weights_->source() + ": tensor '" + printable(name) + "' is not used by this config (ignored)");
-  Transformer transformer = build_transformer(model->config_, *model->weights_);
-  // What generation may produce: the decoder's positions, decoder_start taking one.
-  const Index positions = std::min<Index>(transformer.decoder.max_steps(), kMaxSequenceLength);
-  model->generation_ = read_generation_config(directory, model->config_, positions - (transformer.decoder_only() ? 0 : 1));
-  const GenerationConfig& generation = model->generation_;
-  if (generation.decoder_start_token_id) transformer.tokens.decoder_start = *generation.decoder_start_token_id;
-  if (!generation.eos_token_ids.empty()) {
-    transformer.tokens.eos = generation.eos_token_ids.front();
-    transformer.tokens.other_eos.assign(generation.eos_token_ids.begin() + 1, generation.eos_token_ids.end());
-  }
-  model->transformer_ = std::make_unique<const Transformer>(std::move(transformer));
-
   const ModelConfig& config = model->config_;
+  // The tokenizer before the weights: building it briefly takes some megabytes more
+  // than it keeps (tokenizer/tokenizer.cpp), which then do not add to the weights' peak.
   if (config.family == Family::Marian) {
     // The tokenizer description of the family: which files, how pieces become ids.
     bool any = false;
@@ -150,6 +137,20 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
     model->target_tokenizer_ =
         load_tokenizer(directory / "target.model", config.decoder_vocab_size, "decoder_vocab_size");
   }
+  model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
+  for (const std::string& name : model->weights_->unused())
+    if (warn) warn(model->weights_->source() + ": tensor '" + printable(name) + "' is not used by this config (ignored)");
+  Transformer transformer = build_transformer(model->config_, *model->weights_);
+  // What generation may produce: the decoder's positions, decoder_start taking one.
+  const Index positions = std::min<Index>(transformer.decoder.max_steps(), kMaxSequenceLength);
+  model->generation_ = read_generation_config(directory, model->config_, positions - (transformer.decoder_only() ? 0 : 1));
+  const GenerationConfig& generation = model->generation_;
+  if (generation.decoder_start_token_id) transformer.tokens.decoder_start = *generation.decoder_start_token_id;
+  if (!generation.eos_token_ids.empty()) {
+    transformer.tokens.eos = generation.eos_token_ids.front();
+    transformer.tokens.other_eos.assign(generation.eos_token_ids.begin() + 1, generation.eos_token_ids.end());
+  }
+  model->transformer_ = std::make_unique<const Transformer>(std::move(transformer));
   return model;
 }
 

@@ -318,6 +318,66 @@ void SafetensorsFile::release(std::span<const std::byte> bytes) const {
   if (first < last) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+namespace {
+
+class TensorRows final : public RowReader {
+ public:
+  // fd < 0: the bytes are in memory, which `owner` keeps alive.
+  TensorRows(std::shared_ptr<const void> owner, int fd, std::string where, std::span<const std::byte> bytes,
+             std::uint64_t file_offset, std::size_t row_bytes)
+      : owner_(std::move(owner)),
+        fd_(fd),
+        where_(std::move(where)),
+        bytes_(bytes),
+        file_offset_(file_offset),
+        row_bytes_(row_bytes) {}
+
+  void read_row(Index row, std::span<std::byte> out) const override {
+    const auto at = static_cast<std::size_t>(row) * row_bytes_;
+    if (row < 0 || out.size() != row_bytes_ || at + row_bytes_ > bytes_.size())
+      throw Error(where_, "row " + std::to_string(row) + " (" + std::to_string(out.size()) + " bytes) is not one of its " +
+                              std::to_string(bytes_.size() / std::max<std::size_t>(row_bytes_, 1)) + " rows of " +
+                              std::to_string(row_bytes_) + " bytes",
+                  "a bug in ordo's weight binding; please report it");
+    if (fd_ < 0) {
+      std::memcpy(out.data(), bytes_.data() + at, row_bytes_);
+      return;
+    }
+    std::size_t done = 0;
+    while (done < row_bytes_) {
+      const ssize_t n = pread(fd_, out.data() + done, row_bytes_ - done, static_cast<off_t>(file_offset_ + at + done));
+      if (n > 0) {
+        done += static_cast<std::size_t>(n);
+      } else if (n == 0) {
+        throw Error(where_, "row " + std::to_string(row) + " lies past the end of the file: it is shorter than when it was loaded",
+                    "the file was truncated or rewritten while ordo ran; load the model again");
+      } else if (errno != EINTR) {
+        throw Error(where_, "cannot read row " + std::to_string(row) + ": " + system_error(),
+                    "the file became unreadable while ordo ran (a removed disk, a network file system?)");
+      }
+    }
+  }
+
+ private:
+  std::shared_ptr<const void> owner_;  // keeps fd_ open, or bytes_ alive
+  int fd_;
+  std::string where_;
+  std::span<const std::byte> bytes_;
+  std::uint64_t file_offset_;
+  std::size_t row_bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<RowReader> SafetensorsFile::row_reader(const TensorInfo& info, Index rows) const {
+  const std::size_t row_bytes = rows > 0 ? info.bytes.size() / static_cast<std::size_t>(rows) : 0;
+  std::string where = path_.string() + ": tensor '" + printable(info.name) + "'";
+  if (!mapped_) return std::make_unique<TensorRows>(owner_, -1, std::move(where), info.bytes, 0, row_bytes);
+  const auto& mapping = *static_cast<const Mapping*>(owner_.get());
+  const auto offset = static_cast<std::uint64_t>(info.bytes.data() - mapping.bytes());
+  return std::make_unique<TensorRows>(owner_, mapping.fd, std::move(where), info.bytes, offset, row_bytes);
+}
+
 SafetensorsFile SafetensorsFile::from_bytes(std::vector<std::byte> bytes, const std::filesystem::path& name) {
   auto mapping = std::make_shared<Mapping>();
   const auto size = static_cast<std::uint64_t>(bytes.size());

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "engine/weight_matrix.h"
 
 namespace ordo {
 
@@ -70,6 +71,13 @@ class SafetensorsFile {
   // mapped; otherwise nothing. The span form: part of one of this file's tensors.
   void release(const TensorInfo& info) const;
   void release(std::span<const std::byte> bytes) const;
+
+  // The tensor's rows (its leading dimension: `rows` of them, a whole number of bytes
+  // each), read on request: with pread for a file open() mapped, so that reading a row
+  // never maps the file's pages (a matrix only looked up: a token embedding); from
+  // memory otherwise. The reader keeps the file open; a file truncated meanwhile is
+  // reported as Error naming it, where a read through the mapping would raise SIGBUS.
+  std::unique_ptr<RowReader> row_reader(const TensorInfo& info, Index rows) const;
 
  private:
   struct Mapping;

@@ -130,6 +130,24 @@ void require_quantization(const StoredTensor& values, const Quantization& q, Wei
                 "config.json and the weights must agree; ordo quantize writes both");
 }
 
+// A matrix only looked up, checked, then read a row at a time from its file: a step
+// needs a few rows, and reading them through the mapping would map whole page cache
+// folios (engine/weight_matrix.h, RowReader). Copies the checks made to read unaligned
+// data are dropped (`copies_before`): nothing reads them.
+WeightMatrix read_by_row(const TensorSpec& spec, WeightFormat format, const StoredTensor& values, const StoredTensor& scales,
+                         Index group, MatrixCopies& copies, std::size_t copies_before) {
+  const Index rows = spec.shape[0];
+  copies.bytes.resize(copies_before);
+  const RowReader& value_rows = *copies.readers.emplace_back(values.file->row_reader(*values.info, rows));
+  values.file->release(*values.info);
+  const RowReader* scale_rows = nullptr;
+  if (scales.info != nullptr) {
+    scale_rows = copies.readers.emplace_back(scales.file->row_reader(*scales.info, rows)).get();
+    scales.file->release(*scales.info);
+  }
+  return WeightMatrix::read_by_row(format, value_rows, scale_rows, rows, spec.shape[1], group);
+}
+
 }  // namespace
 
 WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, StoredTensor scales,
@@ -143,6 +161,7 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
     throw Error(where(scales), "is a scale of '" + printable(values.info->name) + "', which is " +
                                    std::string(dtype_name(dtype)) + ", not quantized",
                 "the file is inconsistent: remove the scale, or quantize the weight");
+  const std::size_t copies_before = copies.bytes.size();
   switch (dtype) {
     case DType::F16:
     case DType::BF16: {
@@ -153,7 +172,9 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
         check_finite_16<0x7c00>(values, data, count);
       else
         check_finite_16<0x7f80>(values, data, count);
-      return WeightMatrix::half(dtype == DType::F16 ? WeightFormat::F16 : WeightFormat::BF16, data, rows, cols);
+      const WeightFormat format = dtype == DType::F16 ? WeightFormat::F16 : WeightFormat::BF16;
+      if (spec.lookup_only) return read_by_row(spec, format, values, {}, 0, copies, copies_before);
+      return WeightMatrix::half(format, data, rows, cols);
     }
     case DType::I8: {
       require_int8_allowed(values, quantization, cols);
@@ -163,6 +184,7 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       const Index group = checked_group(values, stored, cols);
       const float* s = checked_scales<float>(values, scales, DType::F32, spec, group,
                                             quantization.type == WeightFormat::Int4, copies);
+      if (spec.lookup_only) return read_by_row(spec, WeightFormat::Int8, values, scales, group, copies, copies_before);
       return WeightMatrix::int8(reinterpret_cast<const std::int8_t*>(values.info->bytes.data()), s, rows, cols, group);
     }
     case DType::U8: {
@@ -174,9 +196,8 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       check_shape(values, Shape{rows, cols / 2}, meaning);
       const Index group = checked_group(values, quantization, cols);
       const std::uint16_t* s = checked_scales<std::uint16_t>(values, scales, DType::F16, spec, group, false, copies);
+      if (spec.lookup_only) return read_by_row(spec, WeightFormat::Int4, values, scales, group, copies, copies_before);
       const auto* runs = reinterpret_cast<const std::uint8_t*>(values.info->bytes.data());
-      // Read a row at a time from the file, as int8 is: a step touches the rows it looks up.
-      if (spec.lookup_only) return WeightMatrix::int4_rows(runs, s, rows, cols, group);
       const Int4Panels& panels =
           copies.int4.emplace_back(runs, s, rows, cols, group, [&](Index first, Index end) {
             // Read once, into the panels: the process need not keep the file's pages.
