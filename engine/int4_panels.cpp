@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstring>
 #include <new>
@@ -51,6 +52,9 @@ std::byte* map_panels(std::size_t size) {
 // of the run's bytes 0-7 make block 0, of bytes 8-15 block 1, their high nibbles blocks 2
 // and 3. In 64-bit words, eight nibbles at a time: a word's upper four nibble bytes
 // shifted up by 4 land beside the lower four (each at most 0x0f, so nothing carries).
+// The words are the bytes in little-endian order, as ordo's hosts are (safetensors'
+// values are read in place: models/safetensors.cpp asserts it too).
+static_assert(std::endian::native == std::endian::little, "the weave reads bytes as little-endian words");
 void weave_run(const std::uint8_t* run, std::uint32_t (&blocks)[4]) {
   constexpr std::uint64_t kLow = 0x0f0f0f0f0f0f0f0fULL;
   std::uint64_t first, second;

@@ -166,7 +166,8 @@ Shape EncodedMatrix::scales_shape() const {
   return {rows, group == 0 ? 0 : cols / group};
 }
 
-EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name) {
+EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name,
+                            FunctionRef<void(Index first, Index end)> rows_done) {
   // int4 on a width its groups do not divide is int8 with a scale per row (stored_as).
   const Quantization stored = target.stored_as(w.cols());
   EncodedMatrix out;
@@ -183,13 +184,19 @@ EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, c
                           "whose groups hold at most " + std::to_string(kernels::kMaxIntegerGroup) + " weights",
                 "choose an int4 group size that divides " + std::to_string(w.cols()));
   if (stored.enabled()) out.group = checked_group(stored, w.cols(), name);
-  // Rows are independent: they encode on every thread, each with its own row of floats.
+  // Rows are independent: they encode on every thread, each with its own row of floats,
+  // saying when a stretch is done.
+  constexpr Index kStretch = 1024;
   const auto each_row = [&](auto&& encode) {
     threads::parallel_for(w.rows(), w.cols(), [&](Index first, Index count, int) {
       std::vector<float> row(cols);
-      for (Index r = first; r < first + count; ++r) {
-        w.dequantize(r, 1, row.data(), w.cols());
-        encode(r, row.data());
+      for (Index stretch = first; stretch < first + count; stretch += kStretch) {
+        const Index end = std::min(stretch + kStretch, first + count);
+        for (Index r = stretch; r < end; ++r) {
+          w.dequantize(r, 1, row.data(), w.cols());
+          encode(r, row.data());
+        }
+        rows_done(stretch, end);
       }
     });
   };

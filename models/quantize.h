@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/function_ref.h"
 #include "engine/weight_matrix.h"
 #include "models/quantization_config.h"
 #include "models/safetensors.h"
@@ -63,7 +64,10 @@ std::string scale_tensor_name(const std::string& weight_name);
 // `format` says which). Throws Error naming `name` and the rule when the matrix cannot
 // take the format: an int4 group that is not a multiple of 32, an int8 group that does
 // not divide the width, a value beyond F16's range (an int4 scale or an F16 weight), an
-// int8 scale beyond kMaxInt8Scale.
-EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name);
+// int8 scale beyond kMaxInt8Scale. Rows encode on every thread; each calls
+// rows_done(first, end) as it finishes a stretch of rows, which then are read no more
+// (a loader lets their file pages go).
+EncodedMatrix encode_matrix(const WeightMatrix& w, const Quantization& target, const std::string& name,
+                            FunctionRef<void(Index first, Index end)> rows_done = [](Index, Index) {});
 
 }  // namespace ordo

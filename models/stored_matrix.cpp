@@ -197,21 +197,32 @@ WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, Sto
       const Index group = checked_group(values, quantization, cols);
       const std::uint16_t* s = checked_scales<std::uint16_t>(values, scales, DType::F16, spec, group, false, copies);
       if (spec.lookup_only) return read_by_row(spec, WeightFormat::Int4, values, scales, group, copies, copies_before);
-      const auto* runs = reinterpret_cast<const std::uint8_t*>(values.info->bytes.data());
-      const Int4Panels& panels =
-          copies.int4.emplace_back(runs, s, rows, cols, group, [&](Index first, Index end) {
-            // Read once, into the panels: the process need not keep the file's pages.
-            const auto row_bytes = static_cast<std::size_t>(cols / 2);
-            values.file->release(values.info->bytes.subspan(static_cast<std::size_t>(first) * row_bytes,
-                                                            static_cast<std::size_t>(end - first) * row_bytes));
-          });
-      scales.file->release(*scales.info);
-      return panels.view();
+      // The file's layout: arrange_int4 makes what products read, unless it converts.
+      return WeightMatrix::int4_rows(reinterpret_cast<const std::uint8_t*>(values.info->bytes.data()), s, rows, cols, group);
     }
     default:
       throw Error(where(values), "has dtype " + std::string(dtype_name(dtype)) + ", which a weight matrix cannot have",
                   "ordo reads F32, F16, BF16, and I8 / U8 (int4) with quantization in config.json");
   }
+}
+
+void release_stored_rows(const StoredTensor& tensor, Index rows, Index first, Index end) {
+  if (tensor.info == nullptr || rows <= 0) return;
+  const std::size_t row_bytes = tensor.info->bytes.size() / static_cast<std::size_t>(rows);
+  tensor.file->release(tensor.info->bytes.subspan(static_cast<std::size_t>(first) * row_bytes,
+                                                  static_cast<std::size_t>(end - first) * row_bytes));
+}
+
+WeightMatrix arrange_int4(const WeightMatrix& stored, const StoredTensor& values, const StoredTensor& scales,
+                          MatrixCopies& copies) {
+  const Int4Panels& panels = copies.int4.emplace_back(
+      static_cast<const std::uint8_t*>(stored.data()), static_cast<const std::uint16_t*>(stored.scales()), stored.rows(),
+      stored.cols(), stored.group(), [&](Index first, Index end) {
+        // Read once, into the panels: the process need not keep the file's pages.
+        release_stored_rows(values, stored.rows(), first, end);
+      });
+  if (scales.info != nullptr) scales.file->release(*scales.info);
+  return panels.view();
 }
 
 }  // namespace ordo

@@ -36,11 +36,22 @@ struct MatrixCopies {
 
 // `values` is the tensor of `spec` (a matrix); `scales` its scale tensor, or an empty
 // StoredTensor when the file has none. `quantization` is config.json's. What the matrix
-// reads instead of the file goes into `copies`, which must outlive it; the file pages of
-// an arranged int4 matrix are then released (SafetensorsFile::release), and so are those
-// of a quantized or half-precision matrix only looked up, once checked: it reads its
-// rows from the file (WeightMatrix::read_by_row).
+// reads instead of the file goes into `copies`, which must outlive it. An int4 matrix
+// comes back in the file's layout (WeightMatrix::int4_rows), which converts but does not
+// multiply: arrange_int4 makes one that runs. A quantized or half-precision matrix only
+// looked up reads its rows from the file (WeightMatrix::read_by_row), and the pages its
+// checks read are released (SafetensorsFile::release).
 WeightMatrix bind_stored_matrix(const TensorSpec& spec, StoredTensor values, StoredTensor scales,
                                 const Quantization& quantization, MatrixCopies& copies);
+
+// `stored`, an int4 matrix bind_stored_matrix bound from `values` and `scales`, arranged
+// into the panels products read (engine/int4_panels.h), kept in `copies`; the file's
+// pages go as its rows are arranged.
+WeightMatrix arrange_int4(const WeightMatrix& stored, const StoredTensor& values, const StoredTensor& scales,
+                          MatrixCopies& copies);
+
+// Lets the file pages of rows [first, end) of `tensor` (`rows` rows) go: they have been
+// read into another form (SafetensorsFile::release). Nothing for an empty StoredTensor.
+void release_stored_rows(const StoredTensor& tensor, Index rows, Index first, Index end);
 
 }  // namespace ordo

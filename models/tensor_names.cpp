@@ -373,7 +373,10 @@ TensorSpec expand(const Rule& rule, Stack stack, Index layer, const ModelConfig&
   spec.shape_meaning = std::move(shape_meaning) + "]";
   spec.required = (rule.needs & kOptional) == 0;
   spec.matrix = is_matrix(rule.role, rule.part);
-  spec.lookup_only = rule.role == TokenEmbedding && !config.tie_word_embeddings;
+  // Tied, the decoder's table is also the output head; an encoder's table of its own
+  // (a name per stack, Marian's separate embeddings) never is.
+  const bool own_encoder_table = stack == Stack::Encoder && rule.pattern.find("{stack}") != std::string_view::npos;
+  spec.lookup_only = rule.role == TokenEmbedding && (!config.tie_word_embeddings || own_encoder_table);
   return spec;
 }
 

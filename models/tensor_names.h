@@ -61,7 +61,8 @@ struct TensorSpec {
   // weight, the token embedding, the output head); every other tensor is float.
   bool matrix = false;
   // A matrix only ever read a row at a time (a token embedding that is not also the
-  // output head): int4 keeps it in the file's layout instead of arranging it for products.
+  // output head): read from its file a row at a time, never arranged for products
+  // (models/stored_matrix.h).
   bool lookup_only = false;
 };
 

@@ -90,9 +90,10 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
     if (spec.matrix && info->dtype != DType::F32) {
       const auto [scale_file, scale_info] = find(scale_tensor_name(spec.name));
       if (scale_info != nullptr) expected.insert(scale_info->name);
-      WeightMatrix matrix = bind_stored_matrix(spec, {file, info}, {scale_file, scale_info}, config.quantization, store.copies_);
+      const StoredTensor values{file, info}, scales{scale_file, scale_info};
+      WeightMatrix matrix = bind_stored_matrix(spec, values, scales, config.quantization, store.copies_);
       store.parameter_count_ += matrix.rows() * matrix.cols();
-      store.matrices_[spec.name] = store.run_as(std::move(matrix), config, spec);
+      store.matrices_[spec.name] = store.run_as(std::move(matrix), config, spec, values, scales);
       continue;
     }
     if (info->shape != spec.shape)
@@ -113,7 +114,7 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
                   "the checkpoint is broken (a diverged training run, or a bad conversion)");
     store.parameter_count_ += view.size();
     if (spec.matrix)
-      store.matrices_[spec.name] = store.run_as(WeightMatrix(std::move(view)), config, spec);
+      store.matrices_[spec.name] = store.run_as(WeightMatrix(std::move(view)), config, spec, {file, info}, {});
     else
       store.bound_[spec.name] = std::move(view);
   }
@@ -124,14 +125,27 @@ WeightStore WeightStore::load(const std::filesystem::path& directory, const Mode
   return store;
 }
 
-WeightMatrix WeightStore::run_as(WeightMatrix matrix, const ModelConfig& config, const TensorSpec& spec) {
-  if (!config.compute_type || matrix.empty()) return matrix;
+WeightMatrix WeightStore::run_as(WeightMatrix matrix, const ModelConfig& config, const TensorSpec& spec,
+                                 const StoredTensor& values, const StoredTensor& scales) {
+  if (matrix.empty()) return matrix;
+  // As stored when the compute type is what encode_matrix would make of it (int4's int8
+  // fallback included); int4 then runs from panels, unless it is only looked up.
+  const auto as_stored = [&] {
+    return matrix.format() == WeightFormat::Int4 && !matrix.int4_in_panels() && !matrix.is_read_by_row()
+               ? arrange_int4(matrix, values, scales, copies_)
+               : matrix;
+  };
+  if (!config.compute_type) return as_stored();
   const Quantization& target = *config.compute_type;
-  // What encode_matrix would make of it (int4's int8 fallback included): kept as stored when it is that.
   const Quantization stored = target.stored_as(matrix.cols());
   const Index group = stored.enabled() ? stored.group_for(matrix.cols()) : 0;
-  if (matrix.format() == stored.type && (!stored.enabled() || matrix.group() == group)) return matrix;
-  encoded_.push_back(encode_matrix(matrix, target, source_ + ": tensor '" + spec.name + "'"));
+  if (matrix.format() == stored.type && (!stored.enabled() || matrix.group() == group)) return as_stored();
+  // Converted: the stored rows are read once, so their file pages go as they are (a
+  // float32 file's would otherwise stay beside the new copy, 5x an int8 model's size).
+  encoded_.push_back(encode_matrix(matrix, target, source_ + ": tensor '" + spec.name + "'", [&](Index first, Index end) {
+    release_stored_rows(values, matrix.rows(), first, end);
+    release_stored_rows(scales, matrix.rows(), first, end);
+  }));
   return encoded_.back().view_to_run(spec.lookup_only);
 }
 

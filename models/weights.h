@@ -56,8 +56,10 @@ class WeightStore {
 
  private:
   WeightStore() = default;
-  // `matrix` as the config's compute_type asks (converted into encoded_), or as stored.
-  WeightMatrix run_as(WeightMatrix matrix, const ModelConfig& config, const TensorSpec& spec);
+  // `matrix`, bound from `values` and `scales`, as the config's compute_type asks
+  // (converted into encoded_, the file's pages let go), or as stored (int4 arranged).
+  WeightMatrix run_as(WeightMatrix matrix, const ModelConfig& config, const TensorSpec& spec, const StoredTensor& values,
+                      const StoredTensor& scales);
 
   std::vector<SafetensorsFile> files_;
   std::string source_;

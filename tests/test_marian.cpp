@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -171,6 +172,27 @@ TEST(Marian, TableIsSavePretrainedsLayout) {
   for (const char* present : {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"})
     EXPECT_TRUE(names.contains(present)) << present;
   EXPECT_FALSE(names.contains("model.shared.weight"));
+}
+
+TEST(Marian, AnEncodersOwnTableIsOnlyLookedUpWhenTheDecodersIsTiedToTheHead) {
+  // Read from the file a row at a time (models/stored_matrix.h), unless it multiplies.
+  const auto lookup_only = [](const ModelConfig& config) {
+    std::map<std::string, bool> result;
+    for (const TensorSpec& spec : expected_tensors(config))
+      if (spec.name.find("embed_tokens") != std::string::npos || spec.name == "model.shared.weight")
+        result[spec.name] = spec.lookup_only;
+    return result;
+  };
+  const ModelConfig separate_tied = ModelConfig::from_json(
+      with(opus_config(), {{"share_encoder_decoder_embeddings", false}, {"tie_word_embeddings", true}}), "c");
+  EXPECT_EQ(lookup_only(separate_tied), (std::map<std::string, bool>{{"model.decoder.embed_tokens.weight", false},
+                                                                     {"model.encoder.embed_tokens.weight", true}}));
+  const ModelConfig separate_untied = ModelConfig::from_json(
+      with(opus_config(), {{"share_encoder_decoder_embeddings", false}, {"tie_word_embeddings", false}}), "c");
+  EXPECT_EQ(lookup_only(separate_untied), (std::map<std::string, bool>{{"model.decoder.embed_tokens.weight", true},
+                                                                       {"model.encoder.embed_tokens.weight", true}}));
+  const ModelConfig shared_tied = ModelConfig::from_json(opus_config(), "c");
+  EXPECT_EQ(lookup_only(shared_tied), (std::map<std::string, bool>{{"model.shared.weight", false}}));
 }
 
 TEST(Marian, BadConfigsAreOneLineNamingTheKey) {
