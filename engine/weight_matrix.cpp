@@ -135,7 +135,11 @@ WeightMatrix WeightMatrix::row_block(Index first, Index count) const {
 void WeightMatrix::dequantize(Index first, Index count, float* out, Index out_stride) const {
   if (!is_read_by_row()) return kernels::dequantize(*this, first, count, out, out_stride);
   // Each row read into memory, then dequantized as a one-row matrix of the same layout.
-  std::vector<std::byte> values(row_bytes()), scales(row_scale_bytes());  // operator new: aligned for float
+  // The buffers are the thread's, grown once: a decode step looks rows up every step
+  // and allocates nothing (tests/test_no_alloc.cpp). operator new aligns them for float.
+  thread_local std::vector<std::byte> values, scales;
+  values.resize(row_bytes());
+  scales.resize(row_scale_bytes());
   WeightMatrix row = *this;
   row.values_reader_ = row.scales_reader_ = nullptr;
   row.data_ = values.data();

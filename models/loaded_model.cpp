@@ -1,5 +1,7 @@
 #include "models/loaded_model.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <iostream>
 #include <tuple>
@@ -103,8 +105,8 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
   model->config_ = ModelConfig::load(directory / "config.json");
   if (adjust) adjust(model->config_);
   const ModelConfig& config = model->config_;
-  // The tokenizer before the weights: building it briefly takes some megabytes more
-  // than it keeps (tokenizer/tokenizer.cpp), which then do not add to the weights' peak.
+  // The tokenizers before the weights, and what building them freed given back before
+  // the weights arrive (below).
   if (config.family == Family::Marian) {
     // The tokenizer description of the family: which files, how pieces become ids.
     bool any = false;
@@ -137,6 +139,13 @@ std::shared_ptr<const LoadedModel> LoadedModel::load(const fs::path& directory, 
     model->target_tokenizer_ =
         load_tokenizer(directory / "target.model", config.decoder_vocab_size, "decoder_vocab_size");
   }
+#if defined(__GLIBC__)
+  // SentencePiece's parse and trie build free about 100 bytes a piece (3.3 MB for
+  // 32,000) between blocks that stay, and glibc keeps such holes resident. The weights
+  // live in mappings and would not reuse them: the int4 bench model's peak RSS fell
+  // from 64.4 to 61.0 MiB with this.
+  malloc_trim(0);
+#endif
   model->weights_ = std::make_unique<const WeightStore>(WeightStore::load(directory, model->config_));
   for (const std::string& name : model->weights_->unused())
     if (warn) warn(model->weights_->source() + ": tensor '" + printable(name) + "' is not used by this config (ignored)");

@@ -13,6 +13,8 @@
 #include "engine/search.h"
 #include "engine/thread_pool.h"
 #include "models/loaded_model.h"
+#include "models/weights.h"
+#include "ordo/ordo.hpp"
 #include "tests/model_factory.h"
 
 namespace {
@@ -127,6 +129,30 @@ TEST(NoAlloc, DecoderOnlyStepsAllocateNothing) {
                                 {"num_key_value_heads", 2}, {"head_dim", 6},          {"bos_token_id", 2},
                                 {"eos_token_id", 1}};
   EXPECT_EQ(step_allocations(random_model(llama)->transformer()), 0);
+}
+
+// A token embedding only looked up is read from the file a row at a time
+// (WeightMatrix::read_by_row): into the thread's buffers, not new ones each step. Stored
+// half precision, int8 and int4 (the embedding of an untied LLaMA is only looked up).
+// Their kernels' buffers are the threads' own, grown on first use: a first run of steps
+// sizes them, and the second must allocate nothing.
+TEST(NoAlloc, StepsThatReadEmbeddingRowsFromTheFileAllocateNothing) {
+  const auto dir = testing_support::temp_dir("noalloc-stored");
+  const nlohmann::json llama = {{"model_type", "llama"},  {"vocab_size", 23},         {"hidden_size", 32},
+                                {"intermediate_size", 64}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                                {"num_key_value_heads", 2}, {"head_dim", 8},         {"bos_token_id", 2},
+                                {"eos_token_id", 1},      {"tie_word_embeddings", false}};
+  testing_support::write_random_model(dir / "f32", llama);
+  for (const ComputeType type : {ComputeType::F16, ComputeType::Int8, ComputeType::Int4}) {
+    const auto out = dir / std::to_string(static_cast<int>(type));
+    QuantizeOptions options;
+    options.type = type;
+    quantize_model(dir / "f32", out, options);
+    const auto model = LoadedModel::load(out, nullptr);
+    ASSERT_TRUE(model->weights().matrix("model.embed_tokens.weight").is_read_by_row());
+    (void)step_allocations(model->transformer());
+    EXPECT_EQ(step_allocations(model->transformer()), 0) << static_cast<int>(type);
+  }
 }
 
 // Attention splits every layer of a batched step across the pool with parallel_for:

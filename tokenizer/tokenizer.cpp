@@ -2,8 +2,6 @@
 
 #include <sentencepiece_processor.h>
 
-#include <malloc.h>
-
 #include <algorithm>
 
 #include "engine/error.h"
@@ -21,22 +19,13 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   // The largest SentencePiece models (256,000 pieces) are a few MB.
   constexpr std::uint64_t kMaxModelBytes = 256u << 20;
+  const std::string bytes = read_regular_file(path, kMaxModelBytes, "a SentencePiece model");
   Tokenizer tokenizer;
   tokenizer.path_ = path;
-  {
-    const std::string bytes = read_regular_file(path, kMaxModelBytes, "a SentencePiece model");
-    // SentencePiece's own status names its source file and line: say what it means.
-    if (!tokenizer.processor_->LoadFromSerializedProto(bytes).ok())
-      throw Error(path.string(), "is not a SentencePiece model (it does not parse as one)",
-                  "a tokenizer.model comes from spm_train; is this file damaged or something else?");
-  }
-#if defined(__GLIBC__)
-  // Parsing the file and building the trie free about 100 bytes a piece (3.3 MB for
-  // 32,000) between blocks that stay, and glibc keeps such holes resident. A model's
-  // weights live in mappings, so nothing reuses them: give them back. The int4 bench
-  // model's peak RSS fell from 64.4 to 61.0 MiB.
-  malloc_trim(0);
-#endif
+  // SentencePiece's own status names its source file and line: say what it means.
+  if (!tokenizer.processor_->LoadFromSerializedProto(bytes).ok())
+    throw Error(path.string(), "is not a SentencePiece model (it does not parse as one)",
+                "a tokenizer.model comes from spm_train; is this file damaged or something else?");
   return tokenizer;
 }
 
