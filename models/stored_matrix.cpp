@@ -139,12 +139,10 @@ WeightMatrix read_by_row(const TensorSpec& spec, WeightFormat format, const Stor
   const Index rows = spec.shape[0];
   copies.bytes.resize(copies_before);
   const RowReader& value_rows = *copies.readers.emplace_back(values.file->row_reader(*values.info, rows));
-  values.file->release(*values.info);
-  const RowReader* scale_rows = nullptr;
-  if (scales.info != nullptr) {
-    scale_rows = copies.readers.emplace_back(scales.file->row_reader(*scales.info, rows)).get();
-    scales.file->release(*scales.info);
-  }
+  const RowReader* scale_rows =
+      scales.info == nullptr ? nullptr : copies.readers.emplace_back(scales.file->row_reader(*scales.info, rows)).get();
+  release_stored_rows(values, rows, 0, rows);
+  release_stored_rows(scales, rows, 0, rows);
   return WeightMatrix::read_by_row(format, value_rows, scale_rows, rows, spec.shape[1], group);
 }
 
@@ -221,7 +219,7 @@ WeightMatrix arrange_int4(const WeightMatrix& stored, const StoredTensor& values
         // Read once, into the panels: the process need not keep the file's pages.
         release_stored_rows(values, stored.rows(), first, end);
       });
-  if (scales.info != nullptr) scales.file->release(*scales.info);
+  release_stored_rows(scales, stored.rows(), 0, stored.rows());
   return panels.view();
 }
 
